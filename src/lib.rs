@@ -1,0 +1,1 @@
+//! ctxtrim core (placeholder, being written)
