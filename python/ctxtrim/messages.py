@@ -1,0 +1,716 @@
+"""The message model: content blocks, :class:`Message` and :class:`Usage`.
+
+Messages are `msgspec <https://jcristharif.com/msgspec/>`_ Structs. Invariants:
+
+* **Immutable.** Every struct is ``frozen``; ``Message.content`` and
+  ``ToolResultBlock.content`` are stored as tuples (a list given at construction is turned into
+  a tuple), because forks and snapshots share message objects. The ``dict`` values
+  (``ToolUseBlock.input``, ``Message.meta``) are the caller's objects, not copies: ctxtrim never
+  mutates them, and callers must not either once the message is built.
+* **Validated at construction.** ``__post_init__`` runs on ``Message(...)``, on every
+  constructor, on ``from_dict`` / ``decode`` and on ``msgspec.structs.replace``. Bad input raises
+  :class:`ctxtrim.errors.InvalidMessage` (a ``ValueError``) whose ``path`` names the field,
+  relative to the object being built: ``"input"`` for a lone ``ToolUseBlock``,
+  ``"content[2].input"`` for a message, ``"messages[3].content[0].tool_use_id"`` for
+  :func:`decode_messages`. A valid message therefore always encodes, and every string in it is
+  valid UTF-8 (no lone surrogates).
+* **Lossless round trips.** ``Message.from_dict(m.to_dict()) == m`` and
+  ``Message.decode(m.encode()) == m`` for every message; ``bytes`` travel as base64 strings.
+  Fields equal to their default are omitted from dicts and JSON.
+
+The public dict/JSON shape (stable; a test pins it)::
+
+    {"role": "assistant",
+     "content": [{"type": "text", "text": "Checking."},
+                 {"type": "tool_use", "id": "t1", "name": "ls", "input": {"dir": "/"}}],
+     "turn": "a1",
+     "usage": {"input_tokens": 12, "output_tokens": 7}}
+
+Rules beyond field types:
+
+* ``role`` is ``"system"``, ``"user"`` or ``"assistant"``. Tool results travel in user
+  messages (Anthropic's model), so ``ToolResultBlock`` is only allowed in user messages,
+  ``ToolUseBlock`` and ``ReasoningBlock`` only in assistant messages, and system messages hold
+  only ``TextBlock``.
+* ``Message(...)`` itself takes a list or tuple of blocks; a bare string is accepted only by
+  the convenience constructors (:meth:`Message.user` and friends), where ``""`` means no block.
+* ``ImageBlock.media_type`` is exactly one of :data:`IMAGE_MEDIA_TYPES` (lower-case full MIME
+  types; short forms such as ``"png"`` are rejected rather than normalised, so what you store is
+  what you get back). ``data`` must be ``bytes``.
+* ``ToolUseBlock.input`` and ``Message.meta`` must be dicts that survive a JSON round trip
+  unchanged: string keys; values ``dict``/``list``/``str``/``int``/finite ``float``/``bool``/
+  ``None``. Tuples, sets, bytes, NaN and infinity, datetimes, structs are rejected (they would
+  come back as something else).
+* Tool-use ids, tool names, ``tool_use_id`` and ``Message.id``/``name`` are non-empty strings;
+  ``turn`` is a turn id ``"u<n>"`` / ``"a<n>"`` (``n`` a decimal ``u32``); usage counts are
+  non-negative ``int`` (not ``bool``).
+* Blocks are checked by exact type (no subclasses), since only these types decode back.
+* Unknown keys in dicts/JSON are ignored (a newer writer's extra field does not break an older
+  reader), while unknown block types, unknown roles, missing and ill-typed fields are errors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import types
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, TypeAlias, overload
+
+import msgspec
+from msgspec.structs import force_setattr
+
+from .errors import InvalidMessage
+
+__all__ = [
+    "IMAGE_MEDIA_TYPES",
+    "Block",
+    "ImageBlock",
+    "Message",
+    "ReasoningBlock",
+    "Role",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "Usage",
+    "block_from_dict",
+    "block_to_dict",
+    "decode_messages",
+    "encode_messages",
+]
+
+Role: TypeAlias = Literal["system", "user", "assistant"]
+
+#: The image media types ``ImageBlock`` accepts (those every major provider accepts).
+IMAGE_MEDIA_TYPES: frozenset[str] = frozenset(
+    {"image/jpeg", "image/png", "image/gif", "image/webp"}
+)
+
+_ROLES = frozenset({"system", "user", "assistant"})
+_TURN_RE = re.compile(r"[ua][0-9]+")
+_U32_MAX = 2**32 - 1
+
+
+# --------------------------------------------------------------------------------------------
+# Validation helpers (cheap on the happy path; the detailed diagnosis only runs on failure).
+
+
+def _tname(value: object) -> str:
+    return type(value).__name__
+
+
+def _check_str(value: object, path: str) -> None:
+    """Raise unless ``value`` is a ``str`` encodable as UTF-8 (no lone surrogates)."""
+    if not isinstance(value, str):
+        raise InvalidMessage(f"expected str, got {_tname(value)}", path)
+    # ``isascii`` is O(1) in CPython (a flag on the string); only non-ASCII text is scanned.
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMessage(
+                f"lone surrogate {value[e.start]!r} at index {e.start}; "
+                "it cannot be encoded as UTF-8",
+                path,
+            ) from None
+
+
+def _check_nonempty_str(value: object, path: str) -> None:
+    _check_str(value, path)
+    if not value:
+        raise InvalidMessage("must not be empty", path)
+
+
+def _check_opt_str(value: object, path: str) -> None:
+    if value is not None:
+        _check_str(value, path)
+
+
+def _surrogate_problem(s: str, where: str) -> str | None:
+    if s.isascii():
+        return None
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"{where} has a lone surrogate {s[e.start]!r} at index {e.start}"
+    return None
+
+
+def _json_problem(value: object, where: str, seen: set[int]) -> str | None:
+    """Describe the first part of ``value`` that is not plain JSON, or ``None``."""
+    if value is None or isinstance(value, (bool, int)):
+        return None
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return f"{where} is {value!r}; JSON has no NaN or infinity"
+    if isinstance(value, str):
+        return _surrogate_problem(value, where)
+    if isinstance(value, (dict, list)):
+        if id(value) in seen:
+            return f"{where} contains itself (a reference cycle)"
+        seen.add(id(value))
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    return f"{where} has key {k!r} of type {_tname(k)}; JSON keys are strings"
+                problem = _surrogate_problem(k, f"key {k!r} of {where}") or _json_problem(
+                    v, f"{where}[{k!r}]", seen
+                )
+                if problem:
+                    return problem
+        else:
+            for i, v in enumerate(value):
+                problem = _json_problem(v, f"{where}[{i}]", seen)
+                if problem:
+                    return problem
+        seen.discard(id(value))
+        return None
+    hint = "; use a list" if isinstance(value, (tuple, set, frozenset)) else ""
+    return (
+        f"{where} is a {_tname(value)}, which is not JSON "
+        f"(allowed: dict, list, str, int, float, bool, None){hint}"
+    )
+
+
+_JSON_ENCODE = msgspec.json.Encoder().encode
+_JSON_DECODE = msgspec.json.Decoder().decode
+
+
+def _check_json_dict(value: object, path: str) -> None:
+    """Raise unless ``value`` is a dict that survives a JSON round trip unchanged."""
+    if not isinstance(value, dict):
+        raise InvalidMessage(f"expected a dict, got {_tname(value)}", path)
+    # One C-level encode + decode + compare: rejects tuples, sets, bytes, NaN/inf, non-str keys,
+    # structs, datetimes... (they all come back as something unequal) and lone surrogates.
+    try:
+        ok = _JSON_DECODE(_JSON_ENCODE(value)) == value
+    except Exception:  # any failure to encode means "not JSON"
+        ok = False
+    if not ok:
+        problem = _json_problem(value, "value", set())
+        raise InvalidMessage(
+            problem or "does not survive a JSON round trip unchanged",
+            path,
+        )
+
+
+def _prefixed(err: InvalidMessage, prefix: str) -> InvalidMessage:
+    """``err`` with ``prefix`` put in front of its path."""
+    if not err.path:
+        path = prefix
+    elif err.path.startswith("["):
+        path = prefix + err.path
+    else:
+        path = f"{prefix}.{err.path}"
+    return InvalidMessage(err.reason, path)
+
+
+# --------------------------------------------------------------------------------------------
+# Blocks
+
+
+class _BlockBase(msgspec.Struct, frozen=True, tag_field="type", gc=False, omit_defaults=True):
+    """Shared configuration of the block structs (tagged by ``"type"``)."""
+
+
+class TextBlock(_BlockBase, frozen=True, tag="text"):
+    """Plain text."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        _check_str(self.text, "text")
+
+
+class ImageBlock(_BlockBase, frozen=True, tag="image"):
+    """An inline image: ``media_type`` is one of :data:`IMAGE_MEDIA_TYPES`, ``data`` the raw bytes.
+
+    Encoded as base64 in dicts and JSON. Short forms such as ``"png"`` are rejected, not
+    normalised.
+    """
+
+    media_type: str
+    data: bytes
+
+    def __post_init__(self) -> None:
+        media_type = self.media_type
+        if not isinstance(media_type, str):
+            raise InvalidMessage(f"expected str, got {_tname(media_type)}", "media_type")
+        if media_type not in IMAGE_MEDIA_TYPES:
+            raise InvalidMessage(
+                f"unsupported image media type {media_type!r}; "
+                f"expected one of {', '.join(sorted(IMAGE_MEDIA_TYPES))}",
+                "media_type",
+            )
+        if type(self.data) is not bytes:
+            raise InvalidMessage(f"expected bytes, got {_tname(self.data)}", "data")
+
+
+class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
+    """A tool call issued by the assistant. ``input`` must be a plain-JSON dict."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        _check_nonempty_str(self.id, "id")
+        _check_nonempty_str(self.name, "name")
+        _check_json_dict(self.input, "input")
+
+
+_RESULT_ITEM_TYPES = frozenset({TextBlock, ImageBlock})
+
+
+class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
+    """The result of the tool call ``tool_use_id``; travels in a user message.
+
+    ``content`` is a string or a sequence of ``TextBlock`` / ``ImageBlock`` (stored as a tuple).
+    ``compact_summary`` is an optional short stand-in that strategies may show instead of the
+    full result once it is old.
+    """
+
+    tool_use_id: str
+    content: str | tuple[TextBlock | ImageBlock, ...]
+    is_error: bool = False
+    compact_summary: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_nonempty_str(self.tool_use_id, "tool_use_id")
+        content: object = self.content
+        if isinstance(content, str):
+            _check_str(content, "content")
+        elif type(content) is tuple or type(content) is list:
+            for i, item in enumerate(content):
+                if type(item) not in _RESULT_ITEM_TYPES:
+                    raise InvalidMessage(
+                        f"expected a TextBlock or ImageBlock, got {_tname(item)}",
+                        f"content[{i}]",
+                    )
+            if type(content) is list:
+                force_setattr(self, "content", tuple(content))
+        else:
+            raise InvalidMessage(
+                f"expected a str or a list of TextBlock/ImageBlock, got {_tname(content)}",
+                "content",
+            )
+        if type(self.is_error) is not bool:
+            raise InvalidMessage(f"expected bool, got {_tname(self.is_error)}", "is_error")
+        _check_opt_str(self.compact_summary, "compact_summary")
+
+
+class ReasoningBlock(_BlockBase, frozen=True, tag="reasoning"):
+    """Model reasoning ("thinking"): its text, the provider's signature, and whether redacted."""
+
+    text: str = ""
+    signature: str = ""
+    redacted: bool = False
+
+    def __post_init__(self) -> None:
+        _check_str(self.text, "text")
+        _check_str(self.signature, "signature")
+        if type(self.redacted) is not bool:
+            raise InvalidMessage(f"expected bool, got {_tname(self.redacted)}", "redacted")
+
+
+Block: TypeAlias = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
+
+_BLOCK_TYPES = frozenset({TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ReasoningBlock})
+
+# Which block types each role may carry (see the module docstring).
+_ALLOWED: dict[str, frozenset[type]] = {
+    "system": frozenset({TextBlock}),
+    "user": frozenset({TextBlock, ImageBlock, ToolResultBlock}),
+    "assistant": frozenset({TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock}),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Usage
+
+
+class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """Token usage a provider reported for the call that produced an assistant message."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    model: str | None = None
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+            value = getattr(self, field)
+            if type(value) is not int:
+                raise InvalidMessage(f"expected int, got {_tname(value)}", field)
+            if value < 0:
+                raise InvalidMessage(f"must not be negative, got {value}", field)
+        _check_opt_str(self.model, "model")
+        _check_opt_str(self.finish_reason, "finish_reason")
+
+
+# --------------------------------------------------------------------------------------------
+# Message
+
+
+class _MessageOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
+    """The keyword-only optional fields of :class:`Message` (a base class so that ``role`` and
+    ``content`` can stay positional)."""
+
+    id: str | None = None
+    turn: str | None = None
+    name: str | None = None
+    usage: Usage | None = None
+    meta: dict[str, Any] | None = None
+
+
+def _coerce_content(content: object) -> object:
+    """For the convenience constructors: a str becomes one TextBlock ('' none), str items of a
+    list become TextBlocks; anything else is left for ``Message`` to judge."""
+    if isinstance(content, str):
+        return (TextBlock(content),) if content else ()
+    if isinstance(content, (list, tuple)):
+        out = []
+        for i, item in enumerate(content):
+            if isinstance(item, str):
+                try:
+                    item = TextBlock(item)
+                except InvalidMessage as e:
+                    raise _prefixed(e, f"content[{i}]") from None
+            out.append(item)
+        return tuple(out)
+    return content
+
+
+def _make_tool_results(
+    cls: type[Message],
+    *results: ToolResultBlock
+    | tuple[str, str | Sequence[TextBlock | ImageBlock]]
+    | tuple[str, str | Sequence[TextBlock | ImageBlock], bool],
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Message:
+    """A user message carrying tool results.
+
+    Each result is a :class:`ToolResultBlock` or a ``(tool_use_id, content)`` or
+    ``(tool_use_id, content, is_error)`` tuple; a single list of them is accepted too::
+
+        Message.tool_results(("t1", "bin etc usr"), ("t2", "no such dir", True))
+    """
+    items: Sequence[object] = results
+    if len(results) == 1 and isinstance(results[0], list):
+        items = results[0]
+    blocks: list[Any] = []
+    for i, result in enumerate(items):
+        if type(result) is tuple:
+            if len(result) not in (2, 3):
+                raise InvalidMessage(
+                    "a tool result tuple must be (tool_use_id, content[, is_error]), "
+                    f"got {len(result)} items",
+                    f"content[{i}]",
+                )
+            try:
+                result = ToolResultBlock(*result)
+            except InvalidMessage as e:
+                raise _prefixed(e, f"content[{i}]") from None
+        blocks.append(result)
+    return cls("user", tuple(blocks), id=id, turn=turn, name=name, meta=meta)
+
+
+def _get_tool_results(self: Message) -> tuple[ToolResultBlock, ...]:
+    return tuple([b for b in self.content if type(b) is ToolResultBlock])
+
+
+class _ToolResults:
+    """``Message.tool_results``: a constructor on the class, a property on an instance."""
+
+    def __init__(self, make: Callable[..., Message], get: Callable[[Message], Any]) -> None:
+        make.__name__ = "tool_results"
+        make.__qualname__ = "Message.tool_results"
+        self._make = make
+        self._get = get
+        self.__doc__ = make.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Message]) -> Callable[..., Message]: ...
+    @overload
+    def __get__(
+        self, obj: Message, owner: type[Message] | None = None
+    ) -> tuple[ToolResultBlock, ...]: ...
+    def __get__(
+        self, obj: Message | None, owner: type[Message] | None = None
+    ) -> Callable[..., Message] | tuple[ToolResultBlock, ...]:
+        if obj is None:
+            return types.MethodType(self._make, owner)
+        return self._get(obj)  # type: ignore[no-any-return]
+
+
+class Message(_MessageOptions, frozen=True):
+    """One message of a conversation.
+
+    ``Message(role, content, *, id=None, turn=None, name=None, usage=None, meta=None)``:
+    ``content`` is a list or tuple of blocks (stored as a tuple); ``id`` is an optional caller
+    id, ``turn`` a turn id such as ``"u3"``, ``name`` an optional speaker name, ``usage`` the
+    provider's reported usage, ``meta`` a plain-JSON dict for the caller's own data. Prefer the
+    constructors :meth:`user`, :meth:`assistant`, :meth:`system` and :meth:`tool_results`.
+    """
+
+    role: Role
+    content: tuple[Block, ...]
+
+    def __post_init__(self) -> None:
+        role = self.role
+        if not isinstance(role, str) or role not in _ROLES:
+            raise InvalidMessage(
+                f"unknown role {role!r}; expected 'system', 'user' or 'assistant'", "role"
+            )
+        content: object = self.content
+        if type(content) is not tuple:
+            if type(content) is list:
+                content = tuple(content)
+                force_setattr(self, "content", content)
+            else:
+                hint = " (use Message.user(text) etc. for a plain string)" * isinstance(
+                    content, str
+                )
+                raise InvalidMessage(
+                    f"expected a list or tuple of blocks, got {_tname(content)}{hint}", "content"
+                )
+        allowed = _ALLOWED[role]
+        for i, block in enumerate(content):
+            if type(block) not in allowed:
+                if type(block) in _BLOCK_TYPES:
+                    reason = f"a {_tname(block)} is not allowed in a {role} message"
+                else:
+                    reason = f"expected a content block, got {_tname(block)}"
+                raise InvalidMessage(reason, f"content[{i}]")
+        if self.id is not None:
+            _check_nonempty_str(self.id, "id")
+        turn = self.turn
+        if turn is not None:
+            if not isinstance(turn, str):
+                raise InvalidMessage(f"expected str, got {_tname(turn)}", "turn")
+            if not _TURN_RE.fullmatch(turn) or int(turn[1:]) > _U32_MAX:
+                raise InvalidMessage(
+                    f"invalid turn id {turn!r}; expected 'u<number>' or 'a<number>'", "turn"
+                )
+        if self.name is not None:
+            _check_nonempty_str(self.name, "name")
+        if self.usage is not None and type(self.usage) is not Usage:
+            raise InvalidMessage(f"expected Usage, got {_tname(self.usage)}", "usage")
+        if self.meta is not None:
+            _check_json_dict(self.meta, "meta")
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The texts of the ``TextBlock``\\ s, concatenated with no separator (``""`` if none)."""
+        return "".join([b.text for b in self.content if type(b) is TextBlock])
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        """The tool calls in this message, in order."""
+        return tuple([b for b in self.content if type(b) is ToolUseBlock])
+
+    @property
+    def has_tool_uses(self) -> bool:
+        """Whether this message issues at least one tool call."""
+        return any(type(b) is ToolUseBlock for b in self.content)
+
+    @property
+    def is_real_user(self) -> bool:
+        """A user message with at least one block that is not a tool result (it starts a turn)."""
+        return self.role == "user" and any(type(b) is not ToolResultBlock for b in self.content)
+
+    # -- constructors -------------------------------------------------------------------------
+
+    @classmethod
+    def user(
+        cls,
+        content: str | Sequence[Block | str],
+        *,
+        id: str | None = None,
+        turn: str | None = None,
+        name: str | None = None,
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """A user message from a string or a sequence of blocks (strings become text blocks)."""
+        return cls(
+            "user",
+            _coerce_content(content),  # type: ignore[arg-type]
+            id=id,
+            turn=turn,
+            name=name,
+            usage=usage,
+            meta=meta,
+        )
+
+    @classmethod
+    def system(
+        cls,
+        content: str | Sequence[TextBlock | str],
+        *,
+        id: str | None = None,
+        turn: str | None = None,
+        name: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """A system message from a string (or a sequence of text blocks/strings)."""
+        return cls(
+            "system",
+            _coerce_content(content),  # type: ignore[arg-type]
+            id=id,
+            turn=turn,
+            name=name,
+            meta=meta,
+        )
+
+    @classmethod
+    def assistant(
+        cls,
+        content: str | Sequence[Block | str] = "",
+        *,
+        tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+        id: str | None = None,
+        turn: str | None = None,
+        name: str | None = None,
+        usage: Usage | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Message:
+        """An assistant message: its text (or blocks), then the tool calls in ``tool_uses``.
+
+        Each tool call is a :class:`ToolUseBlock` or an ``(id, name, input)`` tuple::
+
+            Message.assistant("Checking both.", tool_uses=[("t1", "ls", {"dir": "/"}),
+                                                           ("t2", "pwd", {})])
+        """
+        blocks = _coerce_content(content)
+        if not isinstance(blocks, tuple):
+            return cls("assistant", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
+        calls = []
+        for j, call in enumerate(tool_uses, start=len(blocks)):
+            if type(call) is tuple:
+                if len(call) != 3:
+                    raise InvalidMessage(
+                        f"a tool call tuple must be (id, name, input), got {len(call)} items",
+                        f"content[{j}]",
+                    )
+                try:
+                    call = ToolUseBlock(*call)
+                except InvalidMessage as e:
+                    raise _prefixed(e, f"content[{j}]") from None
+            calls.append(call)
+        return cls(
+            "assistant",
+            blocks + tuple(calls),
+            id=id,
+            turn=turn,
+            name=name,
+            usage=usage,
+            meta=meta,
+        )
+
+    #: On the class, the constructor ``Message.tool_results(*results, ...)``; on an instance,
+    #: the tuple of its ``ToolResultBlock``\ s (both names are in the contract).
+    tool_results = _ToolResults(_make_tool_results, _get_tool_results)
+
+    # -- dicts and JSON ---------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public dict shape: a fresh JSON-ready dict (lists, bytes as base64, defaults
+        omitted)."""
+        # Through JSON rather than ``msgspec.to_builtins``, which would keep tuples as tuples.
+        return _JSON_DECODE(_ENCODER.encode(self))  # type: ignore[no-any-return]
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Message:
+        """Build and validate a message from :meth:`to_dict`'s shape (base64 or raw bytes)."""
+        try:
+            return msgspec.convert(data, cls)
+        except msgspec.ValidationError as e:
+            raise _from_msgspec(e, "") from None
+
+    def encode(self) -> bytes:
+        """This message as JSON bytes."""
+        return _ENCODER.encode(self)
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview | str) -> Message:
+        """Parse and validate one message from JSON."""
+        try:
+            return _MESSAGE_DECODER.decode(data)
+        except msgspec.ValidationError as e:
+            raise _from_msgspec(e, "") from None
+        except msgspec.DecodeError as e:
+            raise InvalidMessage(f"invalid JSON: {e}", "") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Codecs
+
+
+_ENCODER = msgspec.json.Encoder()
+_MESSAGE_DECODER = msgspec.json.Decoder(Message)
+_MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
+
+_AT_RE = re.compile(r" - at `\$(.*)`\Z", re.S)
+_MISSING_RE = re.compile(r"Object missing required field `(.*)`\Z", re.S)
+
+
+def _from_msgspec(err: msgspec.ValidationError, root: str) -> InvalidMessage:
+    """Translate msgspec's ``... - at `$.content[0].text``` into an :class:`InvalidMessage`."""
+    text = str(err)
+    m = _AT_RE.search(text)
+    location = m.group(1) if m else ""
+    reason = text[: m.start()] if m else text
+    cause = err.__cause__
+    sub = ""
+    if isinstance(cause, InvalidMessage):  # raised by a __post_init__ at ``location``
+        reason, sub = cause.reason, cause.path
+    else:
+        missing = _MISSING_RE.match(reason)
+        if missing:
+            sub = missing.group(1)
+    path = (root + location).removeprefix(".")
+    if sub:
+        path = f"{path}{'' if not path or sub.startswith('[') else '.'}{sub}"
+    return InvalidMessage(reason, path)
+
+
+def encode_messages(messages: Iterable[Message]) -> bytes:
+    """Messages as one JSON array."""
+    items = messages if type(messages) is list else list(messages)
+    for i, m in enumerate(items):
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {_tname(m)}", f"messages[{i}]")
+    return _ENCODER.encode(items)
+
+
+def decode_messages(data: bytes | bytearray | memoryview | str) -> list[Message]:
+    """Parse and validate a JSON array of messages (paths are ``messages[i]...``)."""
+    try:
+        return _MESSAGES_DECODER.decode(data)
+    except msgspec.ValidationError as e:
+        raise _from_msgspec(e, "messages") from None
+    except msgspec.DecodeError as e:
+        raise InvalidMessage(f"invalid JSON: {e}", "messages") from None
+
+
+def block_to_dict(block: Block) -> dict[str, Any]:
+    """One block in the public dict shape (``{"type": ..., ...}``)."""
+    return _JSON_DECODE(_ENCODER.encode(block))  # type: ignore[no-any-return]
+
+
+def block_from_dict(data: Any) -> Block:
+    """Build and validate one block from its dict shape."""
+    try:
+        block: Block = msgspec.convert(data, Block)
+        return block
+    except msgspec.ValidationError as e:
+        raise _from_msgspec(e, "") from None
