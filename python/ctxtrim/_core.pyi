@@ -1,0 +1,143 @@
+"""The compiled core of ctxtrim (``ctxtrim._core``). Hand-written; checked by mypy.stubtest.
+
+Use the ``ctxtrim`` package rather than this module directly.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Final, Literal, final
+
+from ctxtrim.messages import Message
+
+__version__: Final[str]
+MESSAGE_OVERHEAD: Final[int]
+IMAGE_TOKENS: Final[int]
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted)."""
+
+def message_tokens(message: Message) -> int:
+    """Estimated tokens of one message: texts, tool names and inputs, images, overhead."""
+
+def validate_messages(
+    messages: Sequence[Message],
+) -> list[tuple[str, int, str | None, int | None, str]]:
+    """``(kind, index, tool_use_id, related_index, description)`` per violation."""
+
+def repair_plan(messages: Sequence[Message]) -> list[tuple[str, int, int, list[str]]]:
+    """The deterministic repair plan as ``(op, index, position, ids)`` tuples."""
+
+@final
+class TurnId:
+    """A turn id: ``"u3"`` (user turn 3) or ``"a3"`` (the assistant's part of turn 3)."""
+
+    def __new__(cls, owner: str, number: int) -> TurnId: ...
+    @staticmethod
+    def parse(text: str) -> TurnId:
+        """Parse ``"u3"`` / ``"a3"``; anything else raises ``InvalidTurnId``."""
+
+    @property
+    def owner(self) -> Literal["u", "a"]: ...
+    @property
+    def number(self) -> int: ...
+    def is_user_turn(self) -> bool: ...
+    def is_assistant_turn(self) -> bool: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __lt__(self, other: TurnId) -> bool: ...
+    def __le__(self, other: TurnId) -> bool: ...
+    def __gt__(self, other: TurnId) -> bool: ...
+    def __ge__(self, other: TurnId) -> bool: ...
+
+@final
+class MessageLog:
+    """An append-only, copy-on-write log of messages with the facts trimming needs."""
+
+    def __new__(
+        cls,
+        messages: Iterable[Message] | None = None,
+        *,
+        tokens: Sequence[int] | None = None,
+    ) -> MessageLog: ...
+    def append(self, message: Message, *, tokens: int | None = None) -> int:
+        """Append one message; ``tokens`` overrides the estimate. Returns its index."""
+
+    def extend(self, messages: Iterable[Message], *, tokens: Sequence[int] | None = None) -> None:
+        """Append several messages atomically: all are checked first, then all are added."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, i: int) -> Message: ...
+    def to_list(self, start: int = 0, end: int | None = None) -> list[Message]:
+        """The messages ``[start, end)`` as a new list (reference copies only)."""
+
+    def tail(self, limit: int | None = None) -> list[Message]:
+        """The last ``limit`` messages, or all of them when ``limit`` is None."""
+
+    def snapshot(self) -> MessageLog:
+        """An O(1), read-only view of the log as it is now."""
+
+    def fork(self) -> MessageLog:
+        """An O(1), independent, writable copy sharing the current entries."""
+
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def generation(self) -> int: ...
+    def clear(self) -> None:
+        """Remove every message and bump the generation."""
+
+    def replace_prefix(
+        self,
+        upto: int,
+        messages: Iterable[Message],
+        expected_generation: int,
+        *,
+        tokens: Sequence[int] | None = None,
+    ) -> None:
+        """Replace messages ``[0, upto)`` if the generation is still ``expected_generation``."""
+
+    def remove_turn(self, turn: int | str | TurnId) -> int:
+        """Drop every message of one turn; returns how many."""
+
+    def tokens(self, start: int = 0, end: int | None = None) -> int:
+        """Estimated tokens of messages ``[start, end)``."""
+
+    def token_counts(self) -> list[int]:
+        """The per-message token counts, in order."""
+
+    @property
+    def total_tokens(self) -> int: ...
+    def calibrate(self, reported_input_tokens: int) -> None:
+        """Anchor the estimate to the provider's reported input tokens."""
+
+    def estimated_context_tokens(self) -> int:
+        """Reported tokens at the last calibration plus the estimate of what came after."""
+
+    def turn_of(self, i: int) -> TurnId:
+        """The turn id of message ``i``."""
+
+    @property
+    def turn_count(self) -> int: ...
+    @property
+    def current_turn(self) -> int: ...
+    @property
+    def round_count(self) -> int: ...
+    def is_safe_cut(self, i: int) -> bool:
+        """Whether keeping ``messages[i:]`` separates no tool use from its result."""
+
+    def safe_cut_at_or_before(self, i: int) -> int:
+        """The safe cut nearest ``i`` at or before it."""
+
+    def safe_cut_at_or_after(self, i: int) -> int:
+        """The safe cut nearest ``i`` at or after it."""
+
+    def fit_budget(self, budget: int, *, floor: int = 0) -> tuple[int, int, bool]:
+        """``(index, kept_tokens, fits)`` of the longest pair-safe suffix within ``budget``."""
+
+    def kth_last_turn_start(self, k: int) -> int | None:
+        """Index where the k-th last user turn starts, or None."""
+
+    def kth_last_round_start(self, k: int) -> int | None:
+        """Index where the k-th last round starts, or None."""
+
+    def __repr__(self) -> str: ...
+

@@ -1,0 +1,270 @@
+"""`ContextStore`, the history store every backend implements, and `MemoryContextStore`.
+
+The ABC keeps the seed's (axio's) async API so existing agent loops drop in unchanged:
+``session_id``, ``append``, ``get_history``, ``clear``, ``fork``, the context-token trio,
+``close``, ``list_sessions``, ``from_history``, ``from_context``. Every ctxtrim backend adds:
+
+- ``append_many(messages)`` — atomic: every message is validated first; either all are
+  stored or none is.
+- ``get_history(limit=None)`` — the last ``limit`` messages.
+- ``snapshot()`` → ``(messages, generation)`` read together, and
+  ``replace_prefix(upto, messages, expected_generation)`` — a compare-and-swap: replaces the
+  first ``upto`` messages only if nothing cleared or rewrote the history since the snapshot,
+  and keeps every message appended meanwhile. This is how compaction never loses a write.
+- ``generation()`` — bumped by ``clear``, ``replace_prefix`` and ``remove_turn``, never by
+  ``append``.
+
+Invariants: a message is validated before anything is stored (bad input raises
+:class:`~ctxtrim.errors.InvalidMessage` and changes nothing); history order is append
+order; a fork is independent of its parent in both directions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import NamedTuple, TypeVar
+
+from ctxtrim import _core
+from ctxtrim.messages import Message, TextBlock
+from ctxtrim.tokens import TokenCounter
+
+__all__ = ["ContextStore", "HistorySnapshot", "MemoryContextStore", "SessionInfo"]
+
+_S = TypeVar("_S", bound="ContextStore")
+_PREVIEW_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One stored session, as ``list_sessions`` reports it."""
+
+    session_id: str
+    message_count: int
+    preview: str
+    created_at: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class HistorySnapshot(NamedTuple):
+    """A history and the generation it was read at, for ``replace_prefix``."""
+
+    messages: list[Message]
+    generation: int
+
+
+def _preview(history: Iterable[Message]) -> str:
+    """The first user text, cut to 80 characters (what ``list_sessions`` shows)."""
+    for message in history:
+        if message.role == "user":
+            for block in message.content:
+                if isinstance(block, TextBlock):
+                    return block.text[:_PREVIEW_CHARS]
+    return ""
+
+
+class ContextStore(ABC):
+    """A conversation history. Subclasses implement at least ``append`` and ``get_history``.
+
+    ``session_id`` works without ``super().__init__()`` (a uuid4 hex made on first use), as
+    in axio, so third-party subclasses written for axio keep working.
+    """
+
+    @property
+    def session_id(self) -> str:
+        sid = self.__dict__.get("_session_id")
+        if sid is None:
+            sid = self.__dict__["_session_id"] = uuid.uuid4().hex
+        return sid
+
+    @abstractmethod
+    async def append(self, message: Message) -> None:
+        """Add one message at the end."""
+
+    @abstractmethod
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        """The history in order, or its last ``limit`` messages; a new list each call."""
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        """Add several messages. ctxtrim's stores do it atomically; this fallback, for
+        third-party subclasses, appends one by one."""
+        for message in messages:
+            await self.append(message)
+
+    async def clear(self) -> None:
+        """Remove every message (and zero the context tokens)."""
+        raise NotImplementedError(f"{type(self).__name__} does not support clear()")
+
+    async def generation(self) -> int:
+        """A number that changes whenever the history is rewritten rather than appended to."""
+        raise NotImplementedError(f"{type(self).__name__} does not support generations")
+
+    async def snapshot(self) -> HistorySnapshot:
+        """The history together with its generation, read atomically."""
+        raise NotImplementedError(f"{type(self).__name__} does not support snapshots")
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        """Replace the first ``upto`` messages by ``messages`` if the generation is still
+        ``expected_generation``; raise :class:`~ctxtrim.errors.StaleGenerationError` if not."""
+        raise NotImplementedError(f"{type(self).__name__} does not support replace_prefix()")
+
+    async def fork(self) -> ContextStore:
+        """An independent copy. The fallback copies the history into a memory store."""
+        store = MemoryContextStore(await self.get_history())
+        await store.set_context_tokens(*await self.get_context_tokens())
+        return store
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Record the provider-reported token totals of this session."""
+        self.__dict__["_context_tokens"] = (input_tokens, output_tokens)
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        """The ``(input_tokens, output_tokens)`` recorded so far."""
+        tokens: tuple[int, int] = self.__dict__.get("_context_tokens", (0, 0))
+        return tokens
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Add to the recorded token totals."""
+        current_in, current_out = await self.get_context_tokens()
+        await self.set_context_tokens(current_in + input_tokens, current_out + output_tokens)
+
+    async def close(self) -> None:
+        """Release connections; the store must not be used afterwards."""
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Sessions this store can see; the fallback reports only its own."""
+        history = await self.get_history()
+        input_tokens, output_tokens = await self.get_context_tokens()
+        return [
+            SessionInfo(
+                session_id=self.session_id,
+                message_count=len(history),
+                preview=_preview(history),
+                created_at=datetime.now(timezone.utc).isoformat(),
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
+        ]
+
+    @classmethod
+    async def from_history(cls: type[_S], history: Sequence[Message]) -> _S:
+        """A new store of this class holding ``history``."""
+        store = cls()
+        await store.append_many(history)
+        return store
+
+    @classmethod
+    async def from_context(cls: type[_S], context: ContextStore) -> _S:
+        """A new store of this class holding ``context``'s history."""
+        return await cls.from_history(await context.get_history())
+
+
+class MemoryContextStore(ContextStore):
+    """A history in process memory, on the Rust copy-on-write log.
+
+    ``fork()`` and ``snapshot()`` are O(1) whatever the length: forks share the (immutable)
+    messages and diverge on write. ``append`` is O(1) amortised even while forks are alive.
+    Every method is safe to call from several threads; nothing here awaits, so an asyncio
+    task switch never interleaves inside one call.
+
+    ``counter`` replaces the built-in estimate with an exact count (called once per
+    appended message; the count is cached in the log).
+    """
+
+    def __init__(
+        self,
+        history: Sequence[Message] | None = None,
+        *,
+        session_id: str | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        if session_id is not None:
+            self.__dict__["_session_id"] = session_id
+        self._counter = counter
+        self._log = _core.MessageLog()
+        self._created_at = datetime.now(timezone.utc).isoformat()
+        self._input_tokens = 0
+        self._output_tokens = 0
+        if history:
+            self._log.extend(history, tokens=self._counts(history))
+
+    def _counts(self, messages: Sequence[Message]) -> list[int] | None:
+        if self._counter is None:
+            return None
+        return [self._counter.count_message(m) for m in messages]
+
+    @property
+    def log(self) -> _core.MessageLog:
+        """The underlying log (cached token counts, turns, pair-safe cut queries)."""
+        return self._log
+
+    async def append(self, message: Message) -> None:
+        tokens = None if self._counter is None else self._counter.count_message(message)
+        self._log.append(message, tokens=tokens)
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        self._log.extend(messages, tokens=self._counts(messages))
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        return self._log.tail(limit)
+
+    async def clear(self) -> None:
+        self._log.clear()
+        self._input_tokens = self._output_tokens = 0
+
+    async def generation(self) -> int:
+        return self._log.generation
+
+    async def snapshot(self) -> HistorySnapshot:
+        view = self._log.snapshot()
+        return HistorySnapshot(view.to_list(), view.generation)
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        self._log.replace_prefix(
+            upto, messages, expected_generation, tokens=self._counts(messages)
+        )
+
+    async def remove_turn(self, turn: int | str) -> int:
+        """Drop every message of one user turn (e.g. an interrupted request); returns how
+        many were removed."""
+        return self._log.remove_turn(turn)
+
+    async def fork(self) -> MemoryContextStore:
+        child = MemoryContextStore(counter=self._counter)
+        child._log = self._log.fork()
+        child._input_tokens, child._output_tokens = self._input_tokens, self._output_tokens
+        return child
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        self._input_tokens, self._output_tokens = input_tokens, output_tokens
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        return self._input_tokens, self._output_tokens
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return [
+            SessionInfo(
+                session_id=self.session_id,
+                message_count=len(self._log),
+                preview=_preview(self._log.tail(None)),
+                created_at=self._created_at,
+                input_tokens=self._input_tokens,
+                output_tokens=self._output_tokens,
+            )
+        ]
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def __repr__(self) -> str:
+        return f"MemoryContextStore(session_id={self.session_id!r}, messages={len(self._log)})"

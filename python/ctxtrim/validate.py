@@ -1,0 +1,140 @@
+"""Check a history for what providers reject, and repair it deterministically.
+
+``validate`` lists every violation without changing anything: a tool result whose call is
+not before it (orphan, or result before its call), a call never answered (dangling), a tool
+use id used twice, a call answered twice, a history whose first non-system message is not
+a user message. ``repair`` applies the core's repair plan: it drops what cannot be
+answered, renames duplicate ids, answers dangling calls with an error result and puts a
+user turn first. The plan depends only on the input, so the same broken history always
+repairs to the same messages (byte-identical, so provider prompt caches keep hitting).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from ctxtrim import _core
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+
+__all__ = [
+    "INTERRUPTED_RESULT",
+    "MISSING_USER_TURN",
+    "Violation",
+    "repair",
+    "validate",
+]
+
+#: Content of the error result ``repair`` gives a call that was never answered.
+INTERRUPTED_RESULT = "[no result: the tool call was interrupted]"
+#: Text of the user message ``repair`` puts before an assistant-first history.
+MISSING_USER_TURN = "[conversation continues]"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One reason a provider would reject the history.
+
+    ``kind`` is one of ``"orphan_result"``, ``"result_before_call"``, ``"dangling_call"``,
+    ``"duplicate_tool_use_id"``, ``"duplicate_result"``, ``"non_user_first_turn"``;
+    ``index`` is the offending message; ``related_index`` the call (or first occurrence) it
+    relates to, when there is one.
+    """
+
+    kind: str
+    index: int
+    tool_use_id: str | None
+    related_index: int | None
+    description: str
+
+    def __str__(self) -> str:
+        return self.description
+
+
+def validate(messages: Sequence[Message]) -> list[Violation]:
+    """Every violation in ``messages``, ordered by message index. Never mutates."""
+    return [Violation(*row) for row in _core.validate_messages(messages)]
+
+
+def repair(messages: Sequence[Message]) -> list[Message]:
+    """A provider-valid version of ``messages``; the same list object if it was valid."""
+    plan = _core.repair_plan(messages)
+    if not plan:
+        return messages if isinstance(messages, list) else list(messages)
+    drop_results: dict[int, set[int]] = {}
+    rename_uses: dict[int, dict[int, str]] = {}
+    rename_results: dict[int, dict[int, str]] = {}
+    insert_after: dict[int, list[str]] = {}
+    user_before: set[int] = set()
+    dropped: set[int] = set()
+    for op, index, pos, ids in plan:
+        if op == "drop_result":
+            drop_results.setdefault(index, set()).add(pos)
+        elif op == "rename_tool_use":
+            rename_uses.setdefault(index, {})[pos] = ids[0]
+        elif op == "rename_result":
+            rename_results.setdefault(index, {})[pos] = ids[0]
+        elif op == "insert_results":
+            insert_after.setdefault(index, []).extend(ids)
+        elif op == "insert_user_before":
+            user_before.add(index)
+        elif op == "drop_message":
+            dropped.add(index)
+
+    out: list[Message] = []
+    pending: list[ToolResultBlock] = []  # synthetic results waiting for the next user message
+    for i, message in enumerate(messages):
+        if i in user_before:
+            out.append(Message.user(MISSING_USER_TURN))
+        if i in dropped:
+            continue
+        message = _edit_blocks(
+            message,
+            drop_results.get(i, set()),
+            rename_uses.get(i, {}),
+            rename_results.get(i, {}),
+        )
+        if pending:
+            if message.role == "user":
+                message = msgspec.structs.replace(message, content=(*pending, *message.content))
+            else:
+                out.append(Message("user", tuple(pending)))
+            pending = []
+        out.append(message)
+        pending = [
+            ToolResultBlock(tool_use_id=id_, content=INTERRUPTED_RESULT, is_error=True)
+            for id_ in insert_after.get(i, ())
+        ]
+    if pending:
+        out.append(Message("user", tuple(pending)))
+    return out
+
+
+def _edit_blocks(
+    message: Message,
+    drop: set[int],
+    rename_uses: dict[int, str],
+    rename_results: dict[int, str],
+) -> Message:
+    """Apply the plan's block-level edits; positions count tool uses / tool results only."""
+    if not (drop or rename_uses or rename_results):
+        return message
+    content: list[object] = []
+    use_pos = result_pos = 0
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            pos, result_pos = result_pos, result_pos + 1
+            if pos in drop:
+                continue
+            if pos in rename_results:
+                block = msgspec.structs.replace(block, tool_use_id=rename_results[pos])
+        elif isinstance(block, ToolUseBlock):
+            pos, use_pos = use_pos, use_pos + 1
+            if pos in rename_uses:
+                block = msgspec.structs.replace(block, id=rename_uses[pos])
+        content.append(block)
+    if not content:  # the plan drops emptied messages; keep a valid message regardless
+        content.append(TextBlock(text=MISSING_USER_TURN))
+    return msgspec.structs.replace(message, content=tuple(content))

@@ -1,0 +1,194 @@
+//! Conversion of Python `ctxtrim.messages.Message` objects into the core's `Meta`.
+//!
+//! This walks the message's blocks and feeds the core's `TokenTally`; it decides nothing.
+//! Block classes are looked up once per interpreter (`PyOnceLock`, never a global lazy that
+//! could deadlock with the GIL) and compared by identity, which is far cheaper than reading
+//! each block's `type` tag.
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
+use pyo3::{intern, Py};
+
+use super::errors::invalid_message;
+use crate::meta::{Meta, Role};
+use crate::tokens::TokenTally;
+
+/// The message and block classes of `ctxtrim.messages`.
+struct Classes {
+    message: Py<PyType>,
+    text: Py<PyType>,
+    image: Py<PyType>,
+    tool_use: Py<PyType>,
+    tool_result: Py<PyType>,
+    reasoning: Py<PyType>,
+    json_encode: Py<PyAny>,
+}
+
+static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
+
+fn classes(py: Python<'_>) -> PyResult<&Classes> {
+    CLASSES.get_or_try_init(py, || {
+        let m = py.import("ctxtrim.messages")?;
+        let class = |name: &str| -> PyResult<Py<PyType>> {
+            Ok(m.getattr(name)?.cast_into::<PyType>()?.unbind())
+        };
+        Ok(Classes {
+            message: class("Message")?,
+            text: class("TextBlock")?,
+            image: class("ImageBlock")?,
+            tool_use: class("ToolUseBlock")?,
+            tool_result: class("ToolResultBlock")?,
+            reasoning: class("ReasoningBlock")?,
+            json_encode: py.import("msgspec.json")?.getattr("encode")?.unbind(),
+        })
+    })
+}
+
+fn role_of(role: &Bound<'_, PyAny>) -> Option<Role> {
+    let role = role.cast::<PyString>().ok()?;
+    match role.to_str().ok()? {
+        "system" => Some(Role::System),
+        "user" => Some(Role::User),
+        "assistant" => Some(Role::Assistant),
+        _ => None,
+    }
+}
+
+fn text_of<'py>(obj: &Bound<'py, PyAny>, field: &str, path: &str) -> PyResult<String> {
+    let value = obj.getattr(field)?;
+    let s = value
+        .cast::<PyString>()
+        .map_err(|_| invalid_message("expected a string", format!("{path}.{field}")))?;
+    s.to_str()
+        .map(str::to_owned)
+        .map_err(|_| invalid_message("string is not valid UTF-8", format!("{path}.{field}")))
+}
+
+/// Count a tool result's `content` (a string, or a sequence of text and image blocks).
+fn tally_result_content(
+    py: Python<'_>,
+    c: &Classes,
+    content: &Bound<'_, PyAny>,
+    path: &str,
+    tally: &mut TokenTally,
+) -> PyResult<()> {
+    if let Ok(s) = content.cast::<PyString>() {
+        tally.text(s.to_str()?);
+        return Ok(());
+    }
+    for (j, part) in content.try_iter()?.enumerate() {
+        let part = part?;
+        let ty = part.get_type();
+        if ty.is(c.text.bind(py)) {
+            tally.text(&text_of(&part, "text", path)?);
+        } else if ty.is(c.image.bind(py)) {
+            tally.image();
+        } else {
+            return Err(invalid_message(
+                "a tool result holds only text and image blocks",
+                format!("{path}.content[{j}]"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The facts the core needs about one message. `tokens` overrides the estimate (an exact
+/// counter's count); `path` prefixes error paths (e.g. `"messages[3]"`).
+pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyResult<Meta> {
+    let py = msg.py();
+    let c = classes(py)?;
+    if !msg.get_type().is(c.message.bind(py)) {
+        return Err(invalid_message(
+            format!(
+                "expected a ctxtrim.Message, got {}",
+                msg.get_type().name()?.to_str()?
+            ),
+            path,
+        ));
+    }
+    let role = role_of(&msg.getattr(intern!(py, "role"))?)
+        .ok_or_else(|| invalid_message("unknown role", format!("{path}.role")))?;
+    let mut tally = TokenTally::new();
+    let mut tool_uses = Vec::new();
+    let mut tool_results = Vec::new();
+    let mut other_content = false;
+    let content = msg.getattr(intern!(py, "content"))?;
+    for (i, block) in content.try_iter()?.enumerate() {
+        let block = block?;
+        let bpath = format!("{path}.content[{i}]");
+        let ty = block.get_type();
+        if ty.is(c.tool_result.bind(py)) {
+            tool_results.push(text_of(&block, "tool_use_id", &bpath)?.into_boxed_str());
+            tally_result_content(
+                py,
+                c,
+                &block.getattr(intern!(py, "content"))?,
+                &bpath,
+                &mut tally,
+            )?;
+            continue;
+        }
+        other_content = true;
+        if ty.is(c.text.bind(py)) {
+            tally.text(&text_of(&block, "text", &bpath)?);
+        } else if ty.is(c.tool_use.bind(py)) {
+            let input = c
+                .json_encode
+                .bind(py)
+                .call1((block.getattr(intern!(py, "input"))?,))
+                .map_err(|e| {
+                    invalid_message(format!("not JSON-encodable: {e}"), format!("{bpath}.input"))
+                })?;
+            let input = input.extract::<&[u8]>()?;
+            tally.tool_use(
+                &text_of(&block, "name", &bpath)?,
+                std::str::from_utf8(input).unwrap_or_default(),
+            );
+            tool_uses.push(text_of(&block, "id", &bpath)?.into_boxed_str());
+        } else if ty.is(c.image.bind(py)) {
+            tally.image();
+        } else if ty.is(c.reasoning.bind(py)) {
+            tally.text(&text_of(&block, "text", &bpath)?);
+        } else {
+            return Err(invalid_message("not a content block", bpath));
+        }
+    }
+    let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
+    meta.tool_uses = tool_uses;
+    meta.tool_results = tool_results;
+    meta.real_user = role == Role::User && other_content;
+    Ok(meta)
+}
+
+/// Metas of a sequence of messages (a list or tuple), with optional per-message token counts.
+/// Paths are `messages[i]…`. Either all convert, or an error is returned and nothing is used.
+pub fn metas_of(
+    messages: &Bound<'_, PyAny>,
+    tokens: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(Vec<Py<PyAny>>, Vec<Meta>)> {
+    let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = messages.cast::<PyList>() {
+        list.iter().collect()
+    } else if let Ok(tuple) = messages.cast::<PyTuple>() {
+        tuple.iter().collect()
+    } else {
+        messages.try_iter()?.collect::<PyResult<_>>()?
+    };
+    let counts: Option<Vec<u32>> = tokens.map(|t| t.extract()).transpose()?;
+    if let Some(counts) = &counts {
+        if counts.len() != items.len() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "tokens has {} counts for {} messages",
+                counts.len(),
+                items.len()
+            )));
+        }
+    }
+    let mut metas = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let count = counts.as_ref().and_then(|c| c.get(i).copied());
+        metas.push(meta_of(item, count, &format!("messages[{i}]"))?);
+    }
+    Ok((items.into_iter().map(Bound::unbind).collect(), metas))
+}

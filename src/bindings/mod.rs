@@ -1,0 +1,40 @@
+//! PyO3 bindings: the Python face of the core, and nothing else.
+//!
+//! Rules (from ../shared/style.md): every class is `frozen` with interior locking, so no
+//! Python thread ever sees "Already borrowed"; locks guard only O(1) pure-Rust work (clone
+//! the persistent log under the lock, then work on the clone); the GIL is released around
+//! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between
+//! Python objects and core types live in `convert`; all algorithms live in the core.
+
+mod checks;
+mod convert;
+mod errors;
+mod log;
+mod tokens;
+mod turn;
+
+use pyo3::prelude::*;
+
+/// The compiled core of ctxtrim. Use the `ctxtrim` package, not this module.
+#[pymodule(gil_used = false)]
+#[pyo3(name = "_core")]
+mod core_module {
+    #[pymodule_export]
+    use super::checks::{repair_plan, validate_messages};
+    #[pymodule_export]
+    use super::log::PyMessageLog;
+    #[pymodule_export]
+    use super::tokens::{estimate_tokens, message_tokens};
+    #[pymodule_export]
+    use super::turn::PyTurnId;
+
+    use pyo3::prelude::*;
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        m.add("MESSAGE_OVERHEAD", crate::tokens::MESSAGE_OVERHEAD)?;
+        m.add("IMAGE_TOKENS", crate::tokens::IMAGE_TOKENS)?;
+        Ok(())
+    }
+}
