@@ -1,0 +1,718 @@
+//! `MessageLog`: a persistent append log of messages with O(1) snapshots and forks.
+//!
+//! Invariants:
+//! - Entries only change by `push`/`extend` (append), `clear`, `replace_prefix` and
+//!   `remove_turn`; the last three bump the generation, appends do not.
+//! - A clone (snapshot, fork) is a value: nothing done to the original afterwards is visible in
+//!   it, and nothing done to it is visible in the original.
+//! - Every entry's cumulative token count is the sum of `meta.tokens` of it and all entries
+//!   before it; the boundary index (safe cuts, turns, rounds, the call-id map) always describes
+//!   exactly the entries present.
+//! - Turn numbers never decrease along the log, so one turn's messages are contiguous.
+//!
+//! Design notes
+//! ============
+//!
+//! Structural sharing
+//! ------------------
+//! The obvious `RwLock<Arc<Vec<Entry>>>` with `Arc::make_mut` makes a snapshot O(1), but the
+//! first append after every snapshot copies the whole vector: an agent that snapshots before
+//! each model call pays O(n) per step, which fails the "append stays flat while snapshots are
+//! alive" requirement. The log is instead an `imbl::Vector` (an RRB tree of 64-slot chunks):
+//! clone is O(1) (a pointer copy) and `push_back` on a shared vector copies only the tail chunk
+//! and the path to it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64
+//! reference-count bumps, never a deep copy of payloads or metas. The safe cuts, turn and round
+//! starts and the call-id map live in the same value (`BoundaryIndex`, also `imbl` vectors and a
+//! HAMT), so one clone captures the entries and their indexes consistently.
+//!
+//! Generations
+//! -----------
+//! Compaction reads a snapshot, asks an LLM for a summary (seconds), then writes. Meanwhile the
+//! agent may have appended. `replace_prefix(upto, new, expected_generation)` replaces only
+//! `[0, upto)` and keeps what came after; if the log was cleared, compacted or had a turn
+//! removed since the snapshot (the generation moved), it refuses and changes nothing. Appends
+//! do not bump the generation: they never invalidate an index below the old length. A fork
+//! keeps the generation of its parent (both start from the same history).
+//!
+//! Costs
+//! -----
+//! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
+//! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
+//! Boundary queries: binary searches, O(log n) (O(log² n) node visits for `fit_budget`).
+//! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n). Measured numbers are in
+//! the crate's criterion benches (`cargo bench`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use imbl::Vector;
+
+use crate::boundary::{partition_point, BoundaryIndex};
+use crate::meta::{Meta, Role};
+use crate::turn::{Owner, TurnCounter, TurnId};
+
+/// One message in the log: the caller's payload plus what trimming needs to know about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry<P> {
+    /// The caller's message (the bindings store the Python object).
+    pub payload: P,
+    /// The facts about the message.
+    pub meta: Meta,
+    /// The turn it belongs to.
+    pub turn: TurnId,
+    /// Tokens of this entry and all before it.
+    cum_tokens: u64,
+}
+
+impl<P> Entry<P> {
+    /// Tokens of this entry and every entry before it in the log.
+    #[must_use]
+    pub fn cumulative_tokens(&self) -> u64 {
+        self.cum_tokens
+    }
+}
+
+/// Why a log operation was refused. On error the log is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogError {
+    /// The log changed (cleared, compacted, turn removed) since the caller read it.
+    StaleGeneration {
+        /// The generation the caller read.
+        expected: u64,
+        /// The log's generation now.
+        actual: u64,
+    },
+    /// An index past the end of the log.
+    OutOfRange {
+        /// The index given.
+        index: usize,
+        /// The log's length.
+        len: usize,
+    },
+    /// No message in the log has this turn number.
+    NoSuchTurn(u32),
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::StaleGeneration { expected, actual } => write!(
+                f,
+                "stale generation: expected {expected}, but the log is at generation {actual} (it was cleared or rewritten meanwhile)"
+            ),
+            Self::OutOfRange { index, len } => {
+                write!(f, "index {index} out of range for a log of {len} messages")
+            }
+            Self::NoSuchTurn(n) => write!(f, "no message in the log belongs to turn {n}"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// The answer of [`MessageLog::fit_budget`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// Keep `messages[index..]`; always a safe cut.
+    pub index: usize,
+    /// Tokens of the kept messages.
+    pub kept_tokens: u64,
+    /// Whether `kept_tokens` is within the budget. False when even the newest round alone is
+    /// over budget: then `index` keeps that minimum anyway.
+    pub fits: bool,
+}
+
+/// The provider's last reported input tokens and the log length when it was reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Anchor {
+    at: usize,
+    reported: u64,
+}
+
+/// A persistent append log of messages. `Clone` is the O(1) snapshot/fork.
+pub struct MessageLog<P> {
+    entries: Vector<Arc<Entry<P>>>,
+    index: BoundaryIndex,
+    counter: TurnCounter,
+    generation: u64,
+    anchor: Option<Anchor>,
+}
+
+// Manual impls: a derive would demand `P: Clone`/`P: Debug`, but cloning the log only copies
+// `Arc`s and tree roots.
+impl<P> Clone for MessageLog<P> {
+    fn clone(&self) -> Self {
+        Self {
+            entries: self.entries.clone(),
+            index: self.index.clone(),
+            counter: self.counter,
+            generation: self.generation,
+            anchor: self.anchor,
+        }
+    }
+}
+
+impl<P> fmt::Debug for MessageLog<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MessageLog")
+            .field("len", &self.entries.len())
+            .field("generation", &self.generation)
+            .field("current_turn", &self.counter.current())
+            .field(
+                "total_tokens",
+                &self.entries.back().map_or(0, |e| e.cum_tokens),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Clone> Default for MessageLog<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Clone> FromIterator<(P, Meta)> for MessageLog<P> {
+    fn from_iter<I: IntoIterator<Item = (P, Meta)>>(iter: I) -> Self {
+        let mut log = Self::new();
+        log.extend(iter);
+        log
+    }
+}
+
+impl<P: Clone> MessageLog<P> {
+    /// An empty log at generation 0.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            entries: Vector::new(),
+            index: BoundaryIndex::new(),
+            counter: TurnCounter::new(),
+            generation: 0,
+            anchor: None,
+        }
+    }
+
+    /// Number of messages.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the log holds no message.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The generation: bumped by `clear`, `replace_prefix` and `remove_turn`, not by appends.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Appends a message and returns its index. Amortised O(1), also while snapshots are alive.
+    ///
+    /// A real user message starts the next turn; every message gets the current turn number.
+    pub fn push(&mut self, payload: P, meta: Meta) -> usize {
+        if meta.is_real_user() {
+            self.counter.advance();
+        }
+        let turn = TurnId {
+            owner: owner_of(meta.role),
+            number: self.counter.current(),
+        };
+        self.push_entry(payload, meta, turn)
+    }
+
+    /// Appends a message with a turn id decided by the caller (rebuilds).
+    fn push_entry(&mut self, payload: P, meta: Meta, turn: TurnId) -> usize {
+        let n = self.entries.len();
+        let cum_tokens = self.total_tokens().saturating_add(u64::from(meta.tokens));
+        self.index.push(&meta);
+        self.entries.push_back(Arc::new(Entry {
+            payload,
+            meta,
+            turn,
+            cum_tokens,
+        }));
+        n
+    }
+
+    /// Appends every message in order.
+    pub fn extend<I: IntoIterator<Item = (P, Meta)>>(&mut self, items: I) {
+        for (payload, meta) in items {
+            self.push(payload, meta);
+        }
+    }
+
+    /// The entry at `i`, or `None` past the end.
+    #[must_use]
+    pub fn get(&self, i: usize) -> Option<&Entry<P>> {
+        self.entries.get(i).map(|e| &**e)
+    }
+
+    /// The last entry.
+    #[must_use]
+    pub fn last(&self) -> Option<&Entry<P>> {
+        self.entries.back().map(|e| &**e)
+    }
+
+    /// All entries in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
+        self.entries.iter().map(|e| &**e)
+    }
+
+    /// Entries `start..end`, both clamped to the log (an empty range if `start >= end`).
+    pub fn range(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
+        let end = end.min(self.len());
+        let start = start.min(end);
+        self.entries
+            .focus()
+            .narrow(start..end)
+            .into_iter()
+            .map(|e| &**e)
+    }
+
+    /// An O(1) immutable copy: later changes to either side are invisible to the other.
+    #[must_use]
+    pub fn snapshot(&self) -> Self {
+        self.clone()
+    }
+
+    /// An O(1) independent branch with the same history and generation.
+    #[must_use]
+    pub fn fork(&self) -> Self {
+        self.clone()
+    }
+
+    /// Removes every message, restarts turn numbering at 0, drops the calibration and bumps
+    /// the generation. Snapshots taken before keep their messages.
+    pub fn clear(&mut self) {
+        let generation = self.generation.wrapping_add(1);
+        *self = Self::new();
+        self.generation = generation;
+    }
+
+    /// Replaces entries `[0, upto)` with `new` if the generation still equals
+    /// `expected_generation`; entries at and after `upto` (appended after the caller's
+    /// snapshot, say) are kept after `new`.
+    ///
+    /// Turn numbers are recomputed from 0 over the new history (as if it were built afresh),
+    /// prefix sums and indexes are rebuilt (O(n)), the calibration anchor is dropped and the
+    /// generation bumped. On error nothing changes.
+    ///
+    /// # Errors
+    /// [`LogError::StaleGeneration`] if the generation moved; [`LogError::OutOfRange`] if
+    /// `upto > len`.
+    pub fn replace_prefix(
+        &mut self,
+        upto: usize,
+        new: Vec<(P, Meta)>,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
+        self.check_generation(expected_generation)?;
+        let len = self.len();
+        if upto > len {
+            return Err(LogError::OutOfRange { index: upto, len });
+        }
+        let kept = self
+            .range(upto, len)
+            .map(|e| (e.payload.clone(), e.meta.clone()));
+        let mut fresh: Self = new.into_iter().chain(kept).collect();
+        fresh.generation = self.generation.wrapping_add(1);
+        *self = fresh;
+        Ok(())
+    }
+
+    /// Like [`MessageLog::replace_prefix`] without the generation check: for callers that hold
+    /// the log's lock across their read and write.
+    ///
+    /// # Errors
+    /// [`LogError::OutOfRange`] if `upto > len`.
+    pub fn replace_prefix_unchecked(
+        &mut self,
+        upto: usize,
+        new: Vec<(P, Meta)>,
+    ) -> Result<(), LogError> {
+        self.replace_prefix(upto, new, self.generation)
+    }
+
+    fn check_generation(&self, expected: u64) -> Result<(), LogError> {
+        if expected == self.generation {
+            Ok(())
+        } else {
+            Err(LogError::StaleGeneration {
+                expected,
+                actual: self.generation,
+            })
+        }
+    }
+
+    /// Drops every message of turn `number` (they are contiguous) and returns how many.
+    ///
+    /// Later messages keep their turn numbers (a turn id stays a stable name), and the counter
+    /// is not rewound, so the removed number is never handed out again. Indexes and prefix
+    /// sums are rebuilt (O(n)), the calibration anchor is dropped and the generation bumped.
+    ///
+    /// # Errors
+    /// [`LogError::NoSuchTurn`] if no message has that turn number (nothing changes).
+    pub fn remove_turn(&mut self, number: u32) -> Result<usize, LogError> {
+        let len = self.len();
+        let start = partition_point(len, |i| self.turn_number(i) >= number);
+        let end = partition_point(len, |i| self.turn_number(i) > number);
+        if start >= end {
+            return Err(LogError::NoSuchTurn(number));
+        }
+        // Entries before the turn are unchanged (same turn, same cumulative tokens): share
+        // them. Later ones need new cumulative counts, so they are rebuilt.
+        let mut rebuilt = Self {
+            entries: self.entries.take(start),
+            index: BoundaryIndex::from_metas(self.range(0, start).map(|e| &e.meta)),
+            counter: self.counter,
+            generation: self.generation.wrapping_add(1),
+            anchor: None,
+        };
+        for e in self.range(end, len) {
+            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+        }
+        *self = rebuilt;
+        Ok(end - start)
+    }
+
+    /// Turn number of entry `i` (`u32::MAX` past the end, which sorts after every turn).
+    fn turn_number(&self, i: usize) -> u32 {
+        self.entries.get(i).map_or(u32::MAX, |e| e.turn.number)
+    }
+
+    /// Tokens of all entries before `i` (`i` clamped to the log).
+    fn tokens_before(&self, i: usize) -> u64 {
+        match i.min(self.len()).checked_sub(1) {
+            None => 0,
+            Some(last) => self.entries.get(last).map_or(0, |e| e.cum_tokens),
+        }
+    }
+
+    /// Tokens of the whole log.
+    #[must_use]
+    pub fn total_tokens(&self) -> u64 {
+        self.entries.back().map_or(0, |e| e.cum_tokens)
+    }
+
+    /// Tokens of entries `start..end`, both clamped (0 if `start >= end`). O(log₆₄ n).
+    #[must_use]
+    pub fn tokens(&self, start: usize, end: usize) -> u64 {
+        let end = end.min(self.len());
+        let start = start.min(end);
+        self.tokens_before(end) - self.tokens_before(start)
+    }
+
+    /// Anchors the estimate to the provider's last reported input tokens, at the current
+    /// length: [`MessageLog::estimated_context_tokens`] is then `reported` plus the tokens of
+    /// what is appended afterwards.
+    pub fn calibrate(&mut self, reported_input_tokens: u64) {
+        self.anchor = Some(Anchor {
+            at: self.len(),
+            reported: reported_input_tokens,
+        });
+    }
+
+    /// The provider's last reported input tokens, if [`MessageLog::calibrate`] was called
+    /// since the last `clear`, `replace_prefix` or `remove_turn`.
+    #[must_use]
+    pub fn reported_tokens(&self) -> Option<u64> {
+        self.anchor.map(|a| a.reported)
+    }
+
+    /// The context size to expect: reported + tokens appended since the calibration, or
+    /// [`MessageLog::total_tokens`] if never calibrated.
+    #[must_use]
+    pub fn estimated_context_tokens(&self) -> u64 {
+        match self.anchor {
+            Some(a) => a.reported.saturating_add(self.tokens(a.at, self.len())),
+            None => self.total_tokens(),
+        }
+    }
+
+    /// Number of user turns present (real user messages in the log).
+    #[must_use]
+    pub fn turn_count(&self) -> u32 {
+        u32::try_from(self.index.turn_count()).unwrap_or(u32::MAX)
+    }
+
+    /// The current turn number (0 before the first real user message). After `remove_turn`
+    /// it can exceed [`MessageLog::turn_count`]: numbers are not reused.
+    #[must_use]
+    pub fn current_turn(&self) -> u32 {
+        self.counter.current()
+    }
+
+    /// Number of rounds (see [`crate::boundary`]).
+    #[must_use]
+    pub fn round_count(&self) -> usize {
+        self.index.round_count()
+    }
+
+    /// The boundary index of the log (safe cuts, turn and round starts).
+    #[must_use]
+    pub fn boundaries(&self) -> &BoundaryIndex {
+        &self.index
+    }
+
+    /// Whether keeping `messages[i..]` separates no tool call from its result. False for
+    /// `i > len`. O(log n).
+    #[must_use]
+    pub fn is_safe_cut(&self, i: usize) -> bool {
+        self.index.is_safe_cut(i)
+    }
+
+    /// The largest safe cut `<= i` (`i` clamped to `len`; 0 is always safe). O(log n).
+    #[must_use]
+    pub fn safe_cut_at_or_before(&self, i: usize) -> usize {
+        self.index.safe_cut_at_or_before(i)
+    }
+
+    /// The smallest safe cut `>= i` (`i` clamped to `len`; `len` is always safe: keeping
+    /// nothing drops calls and results together). O(log n).
+    #[must_use]
+    pub fn safe_cut_at_or_after(&self, i: usize) -> usize {
+        self.index.safe_cut_at_or_after(i)
+    }
+
+    /// The longest pair-safe suffix that fits `budget` tokens, never cutting below `floor`
+    /// (the caller's pinned head) nor past the newest round.
+    ///
+    /// Returns the smallest safe cut `i` with `floor <= i <= limit` and
+    /// `tokens(i, len) <= budget`, where `limit` is the safe cut at or before the start of the
+    /// newest round (`len` if there is no round), raised to the first safe cut at or after
+    /// `floor` if that is larger. If no such cut fits, returns `limit` with `fits = false`:
+    /// the minimum worth keeping, over budget. O(log² n).
+    #[must_use]
+    pub fn fit_budget(&self, budget: u64, floor: usize) -> Cut {
+        let len = self.len();
+        let lowest = self.safe_cut_at_or_after(floor);
+        let newest_round = self.index.kth_last_round_start(1).unwrap_or(len);
+        let limit = self.safe_cut_at_or_before(newest_round).max(lowest);
+        // tokens(i, len) only shrinks as i grows: find the first i where it fits.
+        let total = self.total_tokens();
+        let need = total.saturating_sub(budget);
+        let first_fitting = partition_point(len + 1, |i| self.tokens_before(i) >= need);
+        let candidate = self.safe_cut_at_or_after(first_fitting.max(lowest));
+        let (index, fits) = if candidate <= limit {
+            (candidate, true)
+        } else {
+            (limit, false)
+        };
+        Cut {
+            index,
+            kept_tokens: self.tokens(index, len),
+            fits,
+        }
+    }
+
+    /// The start of the `k`-th last user turn (`k = 1`: the newest); `None` if `k == 0` or
+    /// there are fewer than `k` turns. O(log n).
+    #[must_use]
+    pub fn kth_last_turn_start(&self, k: usize) -> Option<usize> {
+        self.index.kth_last_turn_start(k)
+    }
+
+    /// The start of the `k`-th last round (`k = 1`: the newest); `None` if `k == 0` or there
+    /// are fewer than `k` rounds. O(log n).
+    #[must_use]
+    pub fn kth_last_round_start(&self, k: usize) -> Option<usize> {
+        self.index.kth_last_round_start(k)
+    }
+}
+
+fn owner_of(role: Role) -> Owner {
+    match role {
+        Role::Assistant => Owner::Assistant,
+        Role::User | Role::System => Owner::User,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Log = MessageLog<u32>;
+
+    fn agent_log() -> Log {
+        let mut log = Log::new();
+        log.push(0, Meta::system(100)); // 0, turn 0
+        log.push(1, Meta::user(10)); // 1, u1
+        log.push(2, Meta::assistant(20).with_tool_uses(["a"])); // 2, a1
+        log.push(3, Meta::new(Role::User, 30).with_tool_results(["a"])); // 3, u1
+        log.push(4, Meta::assistant(40)); // 4, a1
+        log.push(5, Meta::user(50)); // 5, u2
+        log.push(6, Meta::assistant(60)); // 6, a2
+        log
+    }
+
+    #[test]
+    fn push_assigns_turns_and_sums() {
+        let log = agent_log();
+        assert_eq!(log.len(), 7);
+        let turns: Vec<String> = log.iter().map(|e| e.turn.to_string()).collect();
+        assert_eq!(turns, ["u0", "u1", "a1", "u1", "a1", "u2", "a2"]);
+        assert_eq!(log.total_tokens(), 310);
+        assert_eq!(log.tokens(1, 3), 30);
+        assert_eq!(log.tokens(5, 100), 110);
+        assert_eq!(log.tokens(4, 2), 0);
+        assert_eq!(log.get(2).map(Entry::cumulative_tokens), Some(130));
+        assert!(log.get(7).is_none());
+        assert_eq!(log.turn_count(), 2);
+        assert_eq!(log.current_turn(), 2);
+        assert_eq!(
+            log.range(2, 4).map(|e| e.payload).collect::<Vec<_>>(),
+            [2, 3]
+        );
+        assert_eq!(log.range(5, 1).count(), 0);
+        assert_eq!(log.range(6, 99).count(), 1);
+    }
+
+    #[test]
+    fn boundaries() {
+        let log = agent_log();
+        assert!(log.is_safe_cut(2));
+        assert!(!log.is_safe_cut(3));
+        assert_eq!(log.safe_cut_at_or_before(3), 2);
+        assert_eq!(log.safe_cut_at_or_after(3), 4);
+        assert_eq!(log.kth_last_turn_start(1), Some(5));
+        assert_eq!(log.kth_last_turn_start(3), None);
+        assert_eq!(log.round_count(), 3); // 1, 4, 5
+        assert_eq!(log.kth_last_round_start(2), Some(4));
+    }
+
+    #[test]
+    fn fit_budget_cases() {
+        let log = agent_log();
+        // Everything fits.
+        assert_eq!(
+            log.fit_budget(1_000, 0),
+            Cut {
+                index: 0,
+                kept_tokens: 310,
+                fits: true
+            }
+        );
+        // 200 tokens: suffix from 2 is 200 (cut 2 safe).
+        assert_eq!(log.fit_budget(200, 1).index, 2);
+        // 170: from 3 would be 180 > 170 and 3 is unsafe anyway; 4 keeps 150.
+        assert_eq!(log.fit_budget(170, 1).index, 4);
+        // Floor above the fitting point.
+        assert_eq!(log.fit_budget(1_000, 5).index, 5);
+        // Nothing fits: keep the newest round (starts at 5: user 50 + assistant 60).
+        assert_eq!(
+            log.fit_budget(10, 1),
+            Cut {
+                index: 5,
+                kept_tokens: 110,
+                fits: false
+            }
+        );
+        // Empty log.
+        assert_eq!(
+            Log::new().fit_budget(0, 3),
+            Cut {
+                index: 0,
+                kept_tokens: 0,
+                fits: true
+            }
+        );
+    }
+
+    #[test]
+    fn snapshots_do_not_see_later_changes() {
+        let mut log = agent_log();
+        let snap = log.snapshot();
+        log.push(7, Meta::user(1));
+        log.clear();
+        assert_eq!(snap.len(), 7);
+        assert_eq!(snap.total_tokens(), 310);
+        assert!(log.is_empty());
+        assert_eq!(log.generation(), 1);
+        assert_eq!(log.current_turn(), 0);
+        let mut fork = snap.fork();
+        fork.push(8, Meta::assistant(1));
+        assert_eq!(snap.len(), 7);
+        assert_eq!(fork.generation(), snap.generation());
+    }
+
+    #[test]
+    fn replace_prefix_keeps_later_entries() {
+        let mut log = agent_log();
+        let gen = log.generation();
+        let seen = log.len();
+        log.push(7, Meta::assistant(7)); // appended after the caller's snapshot
+        log.calibrate(999);
+        let summary = vec![(100, Meta::user(5))];
+        assert_eq!(
+            log.replace_prefix(seen + 5, summary.clone(), gen),
+            Err(LogError::OutOfRange { index: 12, len: 8 })
+        );
+        log.replace_prefix(5, summary.clone(), gen).unwrap();
+        assert_eq!(
+            log.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            [100, 5, 6, 7]
+        );
+        assert_eq!(log.generation(), gen + 1);
+        assert_eq!(log.total_tokens(), 5 + 50 + 60 + 7);
+        let turns: Vec<String> = log.iter().map(|e| e.turn.to_string()).collect();
+        assert_eq!(turns, ["u1", "u2", "a2", "a2"]);
+        assert_eq!(log.reported_tokens(), None);
+        let before = log.clone();
+        let err = log.replace_prefix(1, summary, gen).unwrap_err();
+        assert_eq!(
+            err,
+            LogError::StaleGeneration {
+                expected: gen,
+                actual: gen + 1
+            }
+        );
+        assert!(err.to_string().contains(&gen.to_string()));
+        assert_eq!(log.len(), before.len());
+        assert_eq!(log.generation(), before.generation());
+    }
+
+    #[test]
+    fn remove_turn_keeps_numbers() {
+        let mut log = agent_log();
+        assert_eq!(log.remove_turn(9), Err(LogError::NoSuchTurn(9)));
+        assert_eq!(log.remove_turn(1), Ok(4));
+        let turns: Vec<String> = log.iter().map(|e| e.turn.to_string()).collect();
+        assert_eq!(turns, ["u0", "u2", "a2"]);
+        assert_eq!(log.total_tokens(), 210);
+        assert_eq!(log.generation(), 1);
+        assert_eq!(log.turn_count(), 1);
+        log.push(9, Meta::user(1));
+        assert_eq!(log.last().map(|e| e.turn), Some(TurnId::user(3)));
+        assert!(log.is_safe_cut(1));
+        assert_eq!(log.round_count(), 2);
+    }
+
+    #[test]
+    fn calibration() {
+        let mut log = agent_log();
+        assert_eq!(log.estimated_context_tokens(), 310);
+        log.calibrate(1_000);
+        assert_eq!(log.estimated_context_tokens(), 1_000);
+        log.push(7, Meta::assistant(25));
+        assert_eq!(log.estimated_context_tokens(), 1_025);
+        log.clear();
+        assert_eq!(log.estimated_context_tokens(), 0);
+    }
+
+    #[test]
+    fn errors_display_values() {
+        assert!(LogError::OutOfRange { index: 9, len: 3 }
+            .to_string()
+            .contains("index 9"));
+        assert!(LogError::NoSuchTurn(4).to_string().contains('4'));
+    }
+}
