@@ -384,6 +384,25 @@ impl<P: Clone> MessageLog<P> {
         Ok(end - start)
     }
 
+    /// Finishes an optimistic rewrite: `self` is the result of rewriting `base` (by
+    /// `replace_prefix` or `remove_turn`, run without holding the owner's lock), `current` is
+    /// the owner's log now. If `current` is `base` plus appends only (same generation, not
+    /// shorter), those appends are replayed onto `self` (turns assigned by `self`'s counter)
+    /// and `true` is returned: install `self`. Otherwise another rewrite or a `clear` won the
+    /// race; `self` is left as it was and `false` says to retry on `current`. O(appends since).
+    ///
+    /// A calibration made on `current` meanwhile is dropped, as every rewrite drops it: the
+    /// reported count described the history before the rewrite.
+    pub fn catch_up(&mut self, base: &Self, current: &Self) -> bool {
+        if current.generation != base.generation || current.len() < base.len() {
+            return false;
+        }
+        for e in current.range(base.len(), current.len()) {
+            self.push(e.payload.clone(), e.meta.clone());
+        }
+        true
+    }
+
     /// Turn number of entry `i` (`u32::MAX` past the end, which sorts after every turn).
     fn turn_number(&self, i: usize) -> u32 {
         self.entries.get(i).map_or(u32::MAX, |e| e.turn.number)
@@ -694,6 +713,31 @@ mod tests {
         assert_eq!(log.last().map(|e| e.turn), Some(TurnId::user(3)));
         assert!(log.is_safe_cut(1));
         assert_eq!(log.round_count(), 2);
+    }
+
+    #[test]
+    fn catch_up_replays_appends_or_refuses() {
+        let mut owner = agent_log();
+        let base = owner.clone();
+        let mut next = base.clone();
+        next.replace_prefix(5, vec![(100, Meta::user(5))], base.generation())
+            .unwrap();
+        owner.push(7, Meta::assistant(7));
+        owner.push(8, Meta::user(8));
+        assert!(next.catch_up(&base, &owner));
+        assert_eq!(
+            next.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            [100, 5, 6, 7, 8]
+        );
+        assert_eq!(next.last().map(|e| e.turn), Some(TurnId::user(3)));
+        assert_eq!(next.generation(), base.generation() + 1);
+
+        // Another rewrite won: refuse, unchanged.
+        let mut other = base.clone();
+        other.remove_turn(2).unwrap();
+        let before: Vec<u32> = next.iter().map(|e| e.payload).collect();
+        assert!(!next.catch_up(&base, &other));
+        assert_eq!(next.iter().map(|e| e.payload).collect::<Vec<_>>(), before);
     }
 
     #[test]
