@@ -1,0 +1,487 @@
+//! Property tests of the core: every boundary query agrees with a brute-force reading of its
+//! definition, snapshots and forks never see each other's changes, `replace_prefix` is a
+//! compare-and-swap, and applying a repair plan leaves nothing for `validate` to report.
+
+use ctxtrim::boundary::{repair_plan, validate, RepairOp};
+use ctxtrim::log::{Cut, MessageLog};
+use ctxtrim::meta::{Meta, Role};
+use proptest::prelude::*;
+
+type Log = MessageLog<u32>;
+
+// ------------------------------------------------------------------------------------------
+// Histories
+// ------------------------------------------------------------------------------------------
+
+/// One step of a generated agent history.
+#[derive(Clone, Debug)]
+enum Step {
+    System(u32),
+    User(u32),
+    Assistant(u32),
+    /// An assistant message issuing 1..=3 parallel calls; `reuse` re-issues an old id.
+    Calls(u32, u8, bool),
+    /// A user message answering up to `n` pending calls, starting at `offset`.
+    Results(u32, u8, u8),
+    /// A result for a call that does not exist.
+    Orphan(u32),
+    /// A result for a call that was already answered.
+    Again(u32, u8),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let tokens = 0u32..400;
+    prop_oneof![
+        1 => tokens.clone().prop_map(Step::System),
+        3 => tokens.clone().prop_map(Step::User),
+        3 => tokens.clone().prop_map(Step::Assistant),
+        4 => (tokens.clone(), 1u8..=3, proptest::bool::weighted(0.1))
+            .prop_map(|(t, n, r)| Step::Calls(t, n, r)),
+        4 => (tokens.clone(), 1u8..=3, any::<u8>()).prop_map(|(t, n, o)| Step::Results(t, n, o)),
+        1 => tokens.clone().prop_map(Step::Orphan),
+        1 => (tokens, any::<u8>()).prop_map(|(t, o)| Step::Again(t, o)),
+    ]
+}
+
+/// Turns steps into metas: ids are unique unless a step reuses one on purpose; results may
+/// arrive many messages after their call, and some calls are never answered.
+fn build(steps: &[Step]) -> Vec<Meta> {
+    let mut pending: Vec<String> = Vec::new();
+    let mut answered: Vec<String> = Vec::new();
+    let mut issued: Vec<String> = Vec::new();
+    let mut next = 0u32;
+    let mut out = Vec::new();
+    for s in steps {
+        let meta = match s {
+            Step::System(t) => Meta::system(*t),
+            Step::User(t) => Meta::user(*t),
+            Step::Assistant(t) => Meta::assistant(*t),
+            Step::Calls(t, n, reuse) => {
+                let mut ids = Vec::new();
+                for k in 0..*n {
+                    let id = if *reuse && k == 0 && !issued.is_empty() {
+                        issued[next as usize % issued.len()].clone()
+                    } else {
+                        next += 1;
+                        format!("c{next}")
+                    };
+                    issued.push(id.clone());
+                    pending.push(id.clone());
+                    ids.push(id);
+                }
+                Meta::assistant(*t).with_tool_uses(ids)
+            }
+            Step::Results(t, n, offset) => {
+                let mut ids = Vec::new();
+                for _ in 0..*n {
+                    if pending.is_empty() {
+                        break;
+                    }
+                    let at = *offset as usize % pending.len();
+                    let id = pending.remove(at);
+                    answered.push(id.clone());
+                    ids.push(id);
+                }
+                Meta::new(Role::User, *t).with_tool_results(ids)
+            }
+            Step::Orphan(t) => {
+                next += 1;
+                Meta::new(Role::User, *t).with_tool_results([format!("orphan{next}")])
+            }
+            Step::Again(t, o) => match answered.get(*o as usize % answered.len().max(1)) {
+                Some(id) => Meta::new(Role::User, *t).with_tool_results([id.clone()]),
+                None => Meta::user(*t),
+            },
+        };
+        out.push(meta);
+    }
+    out
+}
+
+fn history() -> impl Strategy<Value = Vec<Meta>> {
+    prop::collection::vec(step(), 0..60).prop_map(|s| build(&s))
+}
+
+/// Metas with random roles and ids from a tiny alphabet: duplicates, orphans, results before
+/// calls and dangling calls everywhere.
+fn chaos() -> impl Strategy<Value = Vec<Meta>> {
+    let id = prop::sample::select(vec!["a", "b", "c", "d", "a__dup1"]);
+    let role = prop::sample::select(vec![Role::System, Role::User, Role::Assistant]);
+    let meta = (
+        role,
+        prop::collection::vec(id.clone(), 0..3),
+        prop::collection::vec(id, 0..3),
+        any::<bool>(),
+    )
+        .prop_map(|(role, uses, results, real)| Meta {
+            role,
+            tokens: 1,
+            tool_uses: uses.into_iter().map(Box::from).collect(),
+            tool_results: results.into_iter().map(Box::from).collect(),
+            real_user: real,
+        });
+    prop::collection::vec(meta, 0..25)
+}
+
+fn log_of(metas: &[Meta]) -> Log {
+    metas
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, m)| (i as u32, m))
+        .collect()
+}
+
+// ------------------------------------------------------------------------------------------
+// Brute force
+// ------------------------------------------------------------------------------------------
+
+/// Answered pairs (call message, result message) by the definition: a result answers the
+/// latest earlier message issuing its id.
+fn pairs(metas: &[Meta]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (r, m) in metas.iter().enumerate() {
+        for id in &m.tool_results {
+            if let Some(u) = (0..r).rev().find(|&u| metas[u].tool_uses.contains(id)) {
+                out.push((u, r));
+            }
+        }
+    }
+    out
+}
+
+fn brute_safe(metas: &[Meta]) -> Vec<bool> {
+    let p = pairs(metas);
+    (0..=metas.len())
+        .map(|i| !p.iter().any(|&(u, r)| u < i && i <= r))
+        .collect()
+}
+
+fn brute_round_starts(metas: &[Meta]) -> Vec<usize> {
+    (0..metas.len())
+        .filter(|&i| {
+            let m = &metas[i];
+            m.is_real_user()
+                || (m.role == Role::Assistant
+                    && (i == 0
+                        || (metas[i - 1].role != Role::Assistant && !metas[i - 1].is_real_user())))
+        })
+        .collect()
+}
+
+fn brute_turn_starts(metas: &[Meta]) -> Vec<usize> {
+    (0..metas.len())
+        .filter(|&i| metas[i].is_real_user())
+        .collect()
+}
+
+fn suffix_tokens(metas: &[Meta], i: usize) -> u64 {
+    metas[i..].iter().map(|m| u64::from(m.tokens)).sum()
+}
+
+fn brute_fit(metas: &[Meta], budget: u64, floor: usize) -> Cut {
+    let len = metas.len();
+    let safe = brute_safe(metas);
+    let lowest = (floor.min(len)..=len).find(|&i| safe[i]).unwrap();
+    let newest_round = brute_round_starts(metas).last().copied().unwrap_or(len);
+    let limit = (0..=newest_round)
+        .rev()
+        .find(|&i| safe[i])
+        .unwrap()
+        .max(lowest);
+    match (lowest..=limit).find(|&i| safe[i] && suffix_tokens(metas, i) <= budget) {
+        Some(index) => Cut {
+            index,
+            kept_tokens: suffix_tokens(metas, index),
+            fits: true,
+        },
+        None => Cut {
+            index: limit,
+            kept_tokens: suffix_tokens(metas, limit),
+            fits: false,
+        },
+    }
+}
+
+/// Everything observable about a log, to compare before and after.
+#[derive(Debug, PartialEq, Eq)]
+struct View {
+    payloads: Vec<u32>,
+    turns: Vec<String>,
+    metas: Vec<Meta>,
+    cum: Vec<u64>,
+    safe: Vec<bool>,
+    generation: u64,
+    current_turn: u32,
+    estimated: u64,
+    rounds: usize,
+}
+
+fn view(log: &Log) -> View {
+    View {
+        payloads: log.iter().map(|e| e.payload).collect(),
+        turns: log.iter().map(|e| e.turn.to_string()).collect(),
+        metas: log.iter().map(|e| e.meta.clone()).collect(),
+        cum: log.iter().map(|e| e.cumulative_tokens()).collect(),
+        safe: (0..=log.len() + 1).map(|i| log.is_safe_cut(i)).collect(),
+        generation: log.generation(),
+        current_turn: log.current_turn(),
+        estimated: log.estimated_context_tokens(),
+        rounds: log.round_count(),
+    }
+}
+
+/// The log's indexes agree with brute force over its own metas.
+fn check_consistent(log: &Log) -> Result<(), TestCaseError> {
+    let metas: Vec<Meta> = log.iter().map(|e| e.meta.clone()).collect();
+    let safe = brute_safe(&metas);
+    for (i, &s) in safe.iter().enumerate() {
+        prop_assert_eq!(log.is_safe_cut(i), s, "cut {}", i);
+    }
+    prop_assert!(!log.is_safe_cut(metas.len() + 1));
+    let mut sum = 0u64;
+    for e in log.iter() {
+        sum += u64::from(e.meta.tokens);
+        prop_assert_eq!(e.cumulative_tokens(), sum);
+    }
+    let turns: Vec<u32> = log.iter().map(|e| e.turn.number).collect();
+    prop_assert!(turns.windows(2).all(|w| w[0] <= w[1]), "{:?}", turns);
+    let rounds = brute_round_starts(&metas);
+    prop_assert_eq!(log.round_count(), rounds.len());
+    Ok(())
+}
+
+// ------------------------------------------------------------------------------------------
+// Repair plans, applied the way the Python layer does
+// ------------------------------------------------------------------------------------------
+
+fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
+    let mut out = Vec::new();
+    for (i, m) in metas.iter().enumerate() {
+        if plan
+            .iter()
+            .any(|op| matches!(op, RepairOp::InsertUserBefore { index } if *index == i))
+        {
+            out.push(Meta::user(1));
+        }
+        if !plan
+            .iter()
+            .any(|op| matches!(op, RepairOp::DropMessage { index } if *index == i))
+        {
+            let mut m = m.clone();
+            let mut results: Vec<Option<Box<str>>> =
+                m.tool_results.iter().cloned().map(Some).collect();
+            for op in plan {
+                match op {
+                    RepairOp::RenameToolUse {
+                        index,
+                        use_pos,
+                        new_id,
+                    } if *index == i => m.tool_uses[*use_pos] = new_id.clone(),
+                    RepairOp::RenameResult {
+                        index,
+                        result_pos,
+                        new_id,
+                    } if *index == i => results[*result_pos] = Some(new_id.clone()),
+                    RepairOp::DropResult { index, result_pos } if *index == i => {
+                        results[*result_pos] = None;
+                    }
+                    _ => {}
+                }
+            }
+            m.tool_results = results.into_iter().flatten().collect();
+            out.push(m);
+        } else {
+            // Only a user message whose every result was dropped may go.
+            assert!(m.role == Role::User && !m.real_user && m.tool_uses.is_empty());
+            let dropped = plan
+                .iter()
+                .filter(|op| matches!(op, RepairOp::DropResult { index, .. } if *index == i))
+                .count();
+            assert_eq!(dropped, m.tool_results.len());
+        }
+        for op in plan {
+            if let RepairOp::InsertResults {
+                after,
+                tool_use_ids,
+            } = op
+            {
+                if *after == i {
+                    out.push(Meta::new(Role::User, 1).with_tool_results(tool_use_ids.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------------------
+// Properties
+// ------------------------------------------------------------------------------------------
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn safe_cuts_match_brute_force(metas in history()) {
+        let log = log_of(&metas);
+        check_consistent(&log)?;
+        let safe = brute_safe(&metas);
+        let len = metas.len();
+        for i in 0..=len + 2 {
+            let c = i.min(len);
+            let before = (0..=c).rev().find(|&j| safe[j]).unwrap();
+            let after = (c..=len).find(|&j| safe[j]).unwrap();
+            prop_assert_eq!(log.safe_cut_at_or_before(i), before);
+            prop_assert_eq!(log.safe_cut_at_or_after(i), after);
+        }
+    }
+
+    #[test]
+    fn fit_budget_matches_brute_force(
+        metas in history(),
+        budget in 0u64..6_000,
+        floor in 0usize..70,
+    ) {
+        let log = log_of(&metas);
+        prop_assert_eq!(log.fit_budget(budget, floor), brute_fit(&metas, budget, floor));
+        prop_assert_eq!(log.fit_budget(u64::MAX, 0).index, 0);
+    }
+
+    #[test]
+    fn turns_and_rounds_match_brute_force(metas in history()) {
+        let log = log_of(&metas);
+        let turns = brute_turn_starts(&metas);
+        let rounds = brute_round_starts(&metas);
+        prop_assert_eq!(log.turn_count() as usize, turns.len());
+        for k in 0..=turns.len() + 1 {
+            let expected = if k == 0 { None } else { turns.len().checked_sub(k).map(|p| turns[p]) };
+            prop_assert_eq!(log.kth_last_turn_start(k), expected);
+        }
+        for k in 0..=rounds.len() + 1 {
+            let expected = if k == 0 { None } else { rounds.len().checked_sub(k).map(|p| rounds[p]) };
+            prop_assert_eq!(log.kth_last_round_start(k), expected);
+        }
+        // Turn numbers: a real user message advances the counter first.
+        let mut n = 0;
+        for (e, m) in log.iter().zip(&metas) {
+            if m.is_real_user() { n += 1; }
+            prop_assert_eq!(e.turn.number, n);
+        }
+    }
+
+    #[test]
+    fn snapshots_and_forks_are_isolated(
+        metas in history(),
+        more in history(),
+        split in 0usize..60,
+        op in 0u8..4,
+        turn in 0u32..8,
+    ) {
+        let split = split.min(metas.len());
+        let mut original = log_of(&metas[..split]);
+        let snap = original.snapshot();
+        let mut fork = original.fork();
+        let frozen = view(&snap);
+        let forked = view(&fork);
+
+        // Change the original every way there is.
+        for (i, m) in metas[split..].iter().enumerate() {
+            original.push(1000 + i as u32, m.clone());
+        }
+        original.calibrate(77);
+        match op {
+            0 => original.clear(),
+            1 => {
+                let gen = original.generation();
+                original.replace_prefix(split / 2, vec![(9, Meta::user(3))], gen).unwrap();
+            }
+            2 => { let _ = original.remove_turn(turn); }
+            _ => {}
+        }
+        check_consistent(&original)?;
+        prop_assert_eq!(&view(&snap), &frozen);
+        prop_assert_eq!(&view(&fork), &forked);
+
+        // And the fork: the original is not affected.
+        let after = view(&original);
+        for (i, m) in more.iter().enumerate() {
+            fork.push(2000 + i as u32, m.clone());
+        }
+        let _ = fork.remove_turn(turn);
+        fork.clear();
+        prop_assert_eq!(&view(&original), &after);
+        prop_assert_eq!(&view(&snap), &frozen);
+    }
+
+    #[test]
+    fn replace_prefix_is_compare_and_swap(
+        metas in history(),
+        extra in history(),
+        upto in 0usize..70,
+        new_len in 0usize..4,
+    ) {
+        let mut log = log_of(&metas);
+        let gen = log.generation();
+        let seen = log.len();
+        for (i, m) in extra.iter().enumerate() {
+            log.push(500 + i as u32, m.clone());
+        }
+        let new: Vec<(u32, Meta)> = (0..new_len).map(|k| (900 + k as u32, Meta::user(7))).collect();
+        let before = view(&log);
+
+        // Stale generation: nothing changes.
+        prop_assert!(log.replace_prefix(upto.min(seen), new.clone(), gen + 1).is_err());
+        prop_assert_eq!(&view(&log), &before);
+        // Out of range: nothing changes.
+        prop_assert!(log.replace_prefix(log.len() + 1, new.clone(), gen).is_err());
+        prop_assert_eq!(&view(&log), &before);
+
+        // The right generation: later entries are kept after the new prefix.
+        let upto = upto.min(seen);
+        let mut expected: Vec<u32> = new.iter().map(|(p, _)| *p).collect();
+        expected.extend(before.payloads[upto..].iter().copied());
+        log.replace_prefix(upto, new, gen).unwrap();
+        prop_assert_eq!(log.generation(), gen + 1);
+        prop_assert_eq!(log.iter().map(|e| e.payload).collect::<Vec<_>>(), expected);
+        check_consistent(&log)?;
+        // The old generation is now stale.
+        prop_assert!(log.replace_prefix(0, vec![], gen).is_err());
+    }
+
+    #[test]
+    fn remove_turn_drops_exactly_that_turn(metas in history(), turn in 0u32..8) {
+        let mut log = log_of(&metas);
+        let before: Vec<(u32, u32)> = log.iter().map(|e| (e.payload, e.turn.number)).collect();
+        let current = log.current_turn();
+        match log.remove_turn(turn) {
+            Ok(n) => {
+                let kept: Vec<(u32, u32)> =
+                    before.iter().copied().filter(|&(_, t)| t != turn).collect();
+                prop_assert_eq!(n, before.len() - kept.len());
+                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn.number)).collect::<Vec<_>>(), kept);
+                prop_assert_eq!(log.current_turn(), current);
+                check_consistent(&log)?;
+            }
+            Err(_) => prop_assert!(before.iter().all(|&(_, t)| t != turn)),
+        }
+    }
+
+    #[test]
+    fn repair_leaves_nothing_to_validate(metas in chaos()) {
+        let plan = repair_plan(&metas);
+        prop_assert_eq!(&plan, &repair_plan(&metas));
+        let fixed = apply(&metas, &plan);
+        prop_assert_eq!(validate(&fixed), vec![]);
+        prop_assert_eq!(plan.is_empty(), validate(&metas).is_empty());
+        // Violations come ordered by index.
+        let v = validate(&metas);
+        prop_assert!(v.windows(2).all(|w| w[0].index() <= w[1].index()));
+    }
+
+    #[test]
+    fn repair_generated_histories(metas in history()) {
+        let plan = repair_plan(&metas);
+        prop_assert_eq!(validate(&apply(&metas, &plan)), vec![]);
+    }
+}
