@@ -135,7 +135,8 @@ class ContextStore(ABC):
         await self.set_context_tokens(current_in + input_tokens, current_out + output_tokens)
 
     async def close(self) -> None:
-        """Release connections; the store must not be used afterwards."""
+        """Release connections; the store must not be used afterwards. A no-op here."""
+        return None
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Sessions this store can see; the fallback reports only its own."""
@@ -230,9 +231,7 @@ class MemoryContextStore(ContextStore):
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
-        self._log.replace_prefix(
-            upto, messages, expected_generation, tokens=self._counts(messages)
-        )
+        self._log.replace_prefix(upto, messages, expected_generation, tokens=self._counts(messages))
 
     async def remove_turn(self, turn: int | str) -> int:
         """Drop every message of one user turn (e.g. an interrupted request); returns how

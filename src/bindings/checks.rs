@@ -7,11 +7,14 @@ use pyo3::prelude::*;
 use super::convert::metas_of;
 use crate::boundary::{self, RepairOp, Violation};
 
-/// `(kind, index, tool_use_id, related_index, description)` per violation, by index.
+/// `(kind, index, tool_use_id, related_index, description)`.
+type ViolationRow = (&'static str, usize, Option<String>, Option<usize>, String);
+/// `(op, index, position, ids)`.
+type RepairRow = (&'static str, usize, usize, Vec<String>);
+
+/// One `ViolationRow` per violation, ordered by message index.
 #[pyfunction]
-pub fn validate_messages(
-    messages: &Bound<'_, PyAny>,
-) -> PyResult<Vec<(&'static str, usize, Option<String>, Option<usize>, String)>> {
+pub fn validate_messages(messages: &Bound<'_, PyAny>) -> PyResult<Vec<ViolationRow>> {
     let (_, metas) = metas_of(messages, None)?;
     Ok(boundary::validate(&metas)
         .into_iter()
@@ -25,7 +28,12 @@ pub fn validate_messages(
                     index,
                     tool_use_id,
                     call_index,
-                } => ("result_before_call", index, Some(tool_use_id), Some(call_index)),
+                } => (
+                    "result_before_call",
+                    index,
+                    Some(tool_use_id),
+                    Some(call_index),
+                ),
                 Violation::DanglingCall { index, tool_use_id } => {
                     ("dangling_call", index, Some(tool_use_id), None)
                 }
@@ -33,12 +41,22 @@ pub fn validate_messages(
                     index,
                     tool_use_id,
                     first_index,
-                } => ("duplicate_tool_use_id", index, Some(tool_use_id), Some(first_index)),
+                } => (
+                    "duplicate_tool_use_id",
+                    index,
+                    Some(tool_use_id),
+                    Some(first_index),
+                ),
                 Violation::DuplicateResult {
                     index,
                     tool_use_id,
                     first_index,
-                } => ("duplicate_result", index, Some(tool_use_id), Some(first_index)),
+                } => (
+                    "duplicate_result",
+                    index,
+                    Some(tool_use_id),
+                    Some(first_index),
+                ),
                 Violation::NonUserFirstTurn { index } => ("non_user_first_turn", index, None, None),
             };
             (kind, index, id.map(String::from), related, text)
@@ -51,14 +69,14 @@ pub fn validate_messages(
 /// `("rename_result", i, pos, [new_id])`, `("insert_results", after, 0, ids)`,
 /// `("insert_user_before", i, 0, [])`, `("drop_message", i, 0, [])`.
 #[pyfunction]
-pub fn repair_plan(
-    messages: &Bound<'_, PyAny>,
-) -> PyResult<Vec<(&'static str, usize, usize, Vec<String>)>> {
+pub fn repair_plan(messages: &Bound<'_, PyAny>) -> PyResult<Vec<RepairRow>> {
     let (_, metas) = metas_of(messages, None)?;
     Ok(boundary::repair_plan(&metas)
         .into_iter()
         .map(|op| match op {
-            RepairOp::DropResult { index, result_pos } => ("drop_result", index, result_pos, vec![]),
+            RepairOp::DropResult { index, result_pos } => {
+                ("drop_result", index, result_pos, vec![])
+            }
             RepairOp::RenameToolUse {
                 index,
                 use_pos,

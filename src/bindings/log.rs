@@ -59,7 +59,7 @@ impl PyMessageLog {
             let mut next = base.clone();
             let out = py.detach(|| f(&mut next)).map_err(log_error)?;
             let mut guard = self.inner.write();
-            if next.catch_up(&base, &guard) {
+            if catch_up(&mut next, &base, &guard) {
                 let old = std::mem::replace(&mut *guard, next);
                 drop(guard);
                 drop(old);
@@ -75,6 +75,20 @@ impl PyMessageLog {
             Ok(())
         }
     }
+}
+
+/// Replay onto `next` (a rewrite of `base`) the appends `current` has over `base`; false when
+/// `current` is not `base` plus appends (another rewrite won the race).
+fn catch_up(next: &mut Log, base: &Log, current: &Log) -> bool {
+    if current.generation() != base.generation() || current.len() < base.len() {
+        return false;
+    }
+    next.extend(
+        current
+            .range(base.len(), current.len())
+            .map(|e| (e.payload.clone(), e.meta.clone())),
+    );
+    true
 }
 
 /// Resolve a Python-style index (negative counts from the end).
@@ -104,7 +118,10 @@ fn turn_number(turn: &Bound<'_, PyAny>) -> PyResult<u32> {
 impl PyMessageLog {
     #[new]
     #[pyo3(signature = (messages = None, *, tokens = None))]
-    fn py_new(messages: Option<&Bound<'_, PyAny>>, tokens: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn py_new(
+        messages: Option<&Bound<'_, PyAny>>,
+        tokens: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let log = Self::new_from(Log::new(), false);
         if let Some(messages) = messages {
             log.extend(messages, tokens)?;
@@ -123,7 +140,11 @@ impl PyMessageLog {
 
     /// Append several messages atomically: all are checked first, then all are added.
     #[pyo3(signature = (messages, *, tokens = None))]
-    fn extend(&self, messages: &Bound<'_, PyAny>, tokens: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    fn extend(
+        &self,
+        messages: &Bound<'_, PyAny>,
+        tokens: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         self.writable()?;
         let (objects, metas) = metas_of(messages, tokens)?;
         self.inner
@@ -146,7 +167,12 @@ impl PyMessageLog {
 
     /// The messages `[start, end)` as a new list (reference copies only).
     #[pyo3(signature = (start = 0, end = None))]
-    fn to_list<'py>(&self, py: Python<'py>, start: usize, end: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+    fn to_list<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        end: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let log = self.current();
         let end = end.unwrap_or(log.len()).min(log.len());
         PyList::new(py, log.range(start, end).map(|e| e.payload.bind(py)))

@@ -1,14 +1,13 @@
 //! `TurnId`: which user turn a message belongs to, and who spoke.
 
 use pyo3::prelude::*;
-use pyo3::pyclass::CompareOp;
 
 use super::errors::turn_error;
 use crate::turn::{Owner, TurnId};
 
 /// A turn id: `"u3"` (user turn 3) or `"a3"` (the assistant's part of turn 3).
-#[pyclass(frozen, eq, hash, name = "TurnId", module = "ctxtrim._core")]
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[pyclass(frozen, eq, ord, hash, name = "TurnId", module = "ctxtrim._core")]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PyTurnId(pub TurnId);
 
 #[pymethods]
@@ -52,10 +51,6 @@ impl PyTurnId {
 
     fn is_assistant_turn(&self) -> bool {
         self.0.owner == Owner::Assistant
-    }
-
-    fn __richcmp__(&self, other: &Self, op: CompareOp) -> bool {
-        op.matches(self.0.cmp(&other.0))
     }
 
     fn __str__(&self) -> String {

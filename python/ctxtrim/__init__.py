@@ -1,0 +1,56 @@
+"""ctxtrim: keep an LLM agent's conversation history inside the context window.
+
+A Rust core holds a copy-on-write message log with cached token counts, turns and a
+pair-safe cut index; this package gives it a typed Python face: the message model, the
+``ContextStore`` ABC and its in-memory store, token counting and history validation.
+Every history ctxtrim hands back is provider-valid: no tool result without its call, no
+call cut from its result.
+"""
+
+from ctxtrim._core import MessageLog, TurnId, __version__
+from ctxtrim.errors import CtxtrimError, InvalidMessage, InvalidTurnId, StaleGenerationError
+from ctxtrim.messages import (
+    Block,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    decode_messages,
+    encode_messages,
+)
+from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
+from ctxtrim.tokens import HeuristicTokenCounter, TokenCounter, estimate_tokens
+from ctxtrim.validate import Violation, repair, validate
+
+__all__ = [
+    "Block",
+    "ContextStore",
+    "CtxtrimError",
+    "HeuristicTokenCounter",
+    "HistorySnapshot",
+    "ImageBlock",
+    "InvalidMessage",
+    "InvalidTurnId",
+    "MemoryContextStore",
+    "Message",
+    "MessageLog",
+    "ReasoningBlock",
+    "SessionInfo",
+    "StaleGenerationError",
+    "TextBlock",
+    "TokenCounter",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "TurnId",
+    "Usage",
+    "Violation",
+    "__version__",
+    "decode_messages",
+    "encode_messages",
+    "estimate_tokens",
+    "repair",
+    "validate",
+]
