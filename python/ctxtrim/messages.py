@@ -370,7 +370,12 @@ def _coerce_content(content: object) -> object:
     """For the convenience constructors: a str becomes one TextBlock ('' none), str items of a
     list become TextBlocks; anything else is left for ``Message`` to judge."""
     if isinstance(content, str):
-        return (TextBlock(content),) if content else ()
+        if not content:
+            return ()
+        try:
+            return (TextBlock(content),)
+        except InvalidMessage as e:
+            raise _prefixed(e, "content[0]") from None
     if isinstance(content, (list, tuple)):
         out = []
         for i, item in enumerate(content):

@@ -1,0 +1,672 @@
+"""Tests of ctxtrim.messages: round trips, constructors, properties, immutability, validation."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import json
+import pickle
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxtrim.errors import CtxtrimError, InvalidMessage
+from ctxtrim.messages import (
+    IMAGE_MEDIA_TYPES,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+    block_from_dict,
+    block_to_dict,
+    decode_messages,
+    encode_messages,
+)
+
+from strategies import (
+    blocks,
+    broken_histories_with_faults,
+    histories,
+    messages,
+)
+
+PNG = b"\x89PNG\r\n\x1a\n\x00"
+
+
+def invalid(path: str) -> Any:
+    """``pytest.raises(InvalidMessage)`` that also checks the error's path."""
+
+    class _Check:
+        def __enter__(self) -> None:
+            self._ctx = pytest.raises(InvalidMessage)
+            self._info = self._ctx.__enter__()
+
+        def __exit__(self, *exc: Any) -> bool:
+            suppressed = self._ctx.__exit__(*exc)
+            assert self._info.value.path == path, (self._info.value.path, str(self._info.value))
+            assert isinstance(self._info.value, ValueError)
+            return bool(suppressed)
+
+    return _Check()
+
+
+# --------------------------------------------------------------------------------------------
+# Round trips
+
+
+@given(messages())
+def test_dict_round_trip(m: Message) -> None:
+    d = m.to_dict()
+    assert Message.from_dict(d) == m
+    assert json.loads(json.dumps(d)) == d  # plain JSON-ready builtins
+
+
+@given(messages())
+def test_json_round_trip(m: Message) -> None:
+    data = m.encode()
+    assert isinstance(data, bytes)
+    back = Message.decode(data)
+    assert back == m
+    assert type(back.content) is tuple
+    assert json.loads(data) == m.to_dict()
+    assert Message.decode(data.decode("utf-8")) == m
+
+
+@given(st.lists(messages(), max_size=5))
+def test_list_round_trip(ms: list[Message]) -> None:
+    assert decode_messages(encode_messages(ms)) == ms
+    assert decode_messages(encode_messages(iter(ms))) == ms
+
+
+@given(blocks())
+def test_block_round_trip(b: Any) -> None:
+    assert block_from_dict(block_to_dict(b)) == b
+    assert block_to_dict(b)["type"] in {"text", "image", "tool_use", "tool_result", "reasoning"}
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories())
+def test_history_round_trip(h: list[Message]) -> None:
+    assert decode_messages(encode_messages(h)) == h
+
+
+def test_pickle_round_trip() -> None:
+    m = Message.assistant("x", tool_uses=[("t1", "ls", {"a": [1, 2.5, None]})], usage=Usage(1, 2))
+    assert pickle.loads(pickle.dumps(m)) == m
+
+
+def test_public_json_shape_is_pinned() -> None:
+    m = Message.assistant(
+        [ReasoningBlock("think", "sig"), "Checking."],
+        tool_uses=[("t1", "ls", {"dir": "/"})],
+        turn="a1",
+        usage=Usage(input_tokens=12, output_tokens=7, model="m"),
+    )
+    assert m.to_dict() == {
+        "role": "assistant",
+        "content": [
+            {"type": "reasoning", "text": "think", "signature": "sig"},
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "t1", "name": "ls", "input": {"dir": "/"}},
+        ],
+        "turn": "a1",
+        "usage": {"input_tokens": 12, "output_tokens": 7, "model": "m"},
+    }
+    assert m.encode() == (
+        b'{"role":"assistant","content":[{"type":"reasoning","text":"think","signature":"sig"},'
+        b'{"type":"text","text":"Checking."},'
+        b'{"type":"tool_use","id":"t1","name":"ls","input":{"dir":"/"}}],'
+        b'"turn":"a1","usage":{"input_tokens":12,"output_tokens":7,"model":"m"}}'
+    )
+    r = Message.tool_results(
+        ToolResultBlock("t1", [TextBlock("see"), ImageBlock("image/png", b"hi")], is_error=True),
+        ToolResultBlock("t2", "ok", compact_summary="short"),
+        id="m7",
+        meta={"k": 1},
+    )
+    assert r.to_dict() == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": [
+                    {"type": "text", "text": "see"},
+                    {"type": "image", "media_type": "image/png", "data": "aGk="},
+                ],
+                "is_error": True,
+            },
+            {
+                "type": "tool_result",
+                "tool_use_id": "t2",
+                "content": "ok",
+                "compact_summary": "short",
+            },
+        ],
+        "id": "m7",
+        "meta": {"k": 1},
+    }
+    assert Message.user("hi").to_dict() == {
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}],
+    }
+    assert block_to_dict(ReasoningBlock()) == {"type": "reasoning"}
+
+
+def test_from_dict_accepts_raw_bytes_and_ignores_unknown_keys() -> None:
+    d = {
+        "role": "user",
+        "content": [{"type": "image", "media_type": "image/gif", "data": PNG, "extra": 1}],
+        "future_field": {"x": 1},
+    }
+    assert Message.from_dict(d) == Message.user([ImageBlock("image/gif", PNG)])
+
+
+def test_to_dict_is_a_fresh_copy() -> None:
+    inp = {"a": [1]}
+    m = Message.assistant(tool_uses=[("t1", "f", inp)])
+    d = m.to_dict()
+    d["content"][0]["input"]["a"].append(2)
+    assert inp == {"a": [1]}
+
+
+# --------------------------------------------------------------------------------------------
+# Constructors and properties
+
+
+def test_user_constructor() -> None:
+    m = Message.user("hello", id="m1", turn="u1", name="ann", meta={"src": "cli"})
+    assert m == Message(
+        "user", (TextBlock("hello"),), id="m1", turn="u1", name="ann", meta={"src": "cli"}
+    )
+    img = ImageBlock("image/png", PNG)
+    assert Message.user(["look", img]).content == (TextBlock("look"), img)
+    assert Message.user("").content == ()
+    assert Message.user(["a", "b"]).text == "ab"
+
+
+def test_system_constructor() -> None:
+    assert Message.system("be brief") == Message("system", [TextBlock("be brief")])
+    assert Message.system(["a", TextBlock("b")]).text == "ab"
+
+
+def test_assistant_constructor() -> None:
+    call = ToolUseBlock("t2", "pwd", {})
+    m = Message.assistant("Checking.", tool_uses=[("t1", "ls", {"dir": "/"}), call])
+    assert m.content == (TextBlock("Checking."), ToolUseBlock("t1", "ls", {"dir": "/"}), call)
+    assert m.role == "assistant"
+    assert Message.assistant().content == ()
+    assert Message.assistant(tool_uses=[call]).content == (call,)
+    assert Message.assistant(tool_uses=iter([call])).content == (call,)
+    u = Usage(input_tokens=5, finish_reason="tool_use")
+    assert Message.assistant("x", usage=u).usage == u
+
+
+def test_tool_results_constructor() -> None:
+    r1 = ToolResultBlock("t1", "out")
+    m = Message.tool_results(r1, ("t2", "bad", True), ("t3", [TextBlock("x")]))
+    assert m.role == "user"
+    assert m.content == (
+        r1,
+        ToolResultBlock("t2", "bad", is_error=True),
+        ToolResultBlock("t3", (TextBlock("x"),)),
+    )
+    assert Message.tool_results([r1, ("t2", "x")]) == Message.tool_results(r1, ("t2", "x"))
+    assert Message.tool_results(r1, id="m3", turn="u2").id == "m3"
+    assert Message.tool_results.__doc__ and "tool results" in Message.tool_results.__doc__
+
+
+def test_properties() -> None:
+    call1, call2 = ToolUseBlock("t1", "a", {}), ToolUseBlock("t2", "b", {"x": 1})
+    a = Message.assistant(
+        [ReasoningBlock("hmm"), "one", TextBlock("two")], tool_uses=[call1, call2]
+    )
+    assert a.text == "onetwo"
+    assert a.tool_uses == (call1, call2)
+    assert a.tool_results == ()
+    assert a.has_tool_uses
+    assert not a.is_real_user
+
+    r = Message.tool_results(("t1", "x"), ("t2", "y"))
+    assert r.tool_results == (ToolResultBlock("t1", "x"), ToolResultBlock("t2", "y"))
+    assert r.tool_uses == ()
+    assert not r.has_tool_uses
+    assert not r.is_real_user
+    assert r.text == ""
+
+    mixed = Message("user", [ToolResultBlock("t1", "x"), TextBlock("and now?")])
+    assert mixed.is_real_user
+    assert Message.user([ImageBlock("image/png", PNG)]).is_real_user
+    assert not Message("user", []).is_real_user
+    assert not Message.system("s").is_real_user
+    assert Message.assistant("plain").text == "plain"
+    assert not Message.assistant("plain").has_tool_uses
+
+
+# --------------------------------------------------------------------------------------------
+# Immutability
+
+
+def test_messages_are_immutable() -> None:
+    m = Message.user(["a"], meta={"k": 1})
+    with pytest.raises(AttributeError):
+        m.role = "assistant"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        m.content = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        m.content[0].text = "b"  # type: ignore[misc]
+    assert type(m.content) is tuple
+    assert type(Message("user", [TextBlock("x")]).content) is tuple
+    r = ToolResultBlock("t1", [TextBlock("x")])
+    assert type(r.content) is tuple
+    with pytest.raises(AttributeError):
+        r.is_error = True  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        Usage().input_tokens = 3  # type: ignore[misc]
+    # Immutable and hashable when every field is (dict fields make a struct unhashable).
+    assert hash(Message.user("x")) == hash(Message.user("x"))
+
+
+def test_blocks_are_not_gc_tracked() -> None:
+    # gc=False: no reference cycle can go through a valid message (its dicts are plain JSON).
+    for obj in (Message.user("x"), TextBlock("x"), Usage(), ToolResultBlock("t", "x")):
+        assert not gc.is_tracked(obj)
+
+
+def test_replace_validates() -> None:
+    m = Message.user("x")
+    assert msgspec.structs.replace(m, content=[TextBlock("y")]).content == (TextBlock("y"),)
+    with invalid("role"):
+        msgspec.structs.replace(m, role="tool")
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+
+
+class _Obj:
+    pass
+
+
+SURR = "ok\ud800"
+
+BAD_BLOCKS: list[tuple[str, Any, str]] = [
+    ("text-int", lambda: TextBlock(5), "text"),
+    ("text-none", lambda: TextBlock(None), "text"),
+    ("text-surrogate", lambda: TextBlock(SURR), "text"),
+    ("text-low-surrogate", lambda: TextBlock("\udfff"), "text"),
+    ("image-media-type", lambda: ImageBlock("image/bmp", PNG), "media_type"),
+    ("image-short-media-type", lambda: ImageBlock("png", PNG), "media_type"),
+    ("image-upper-media-type", lambda: ImageBlock("image/PNG", PNG), "media_type"),
+    ("image-media-type-int", lambda: ImageBlock(3, PNG), "media_type"),
+    ("image-data-str", lambda: ImageBlock("image/png", "aGk="), "data"),
+    ("image-data-bytearray", lambda: ImageBlock("image/png", bytearray(b"x")), "data"),
+    ("tool-use-empty-id", lambda: ToolUseBlock("", "ls", {}), "id"),
+    ("tool-use-int-id", lambda: ToolUseBlock(1, "ls", {}), "id"),
+    ("tool-use-empty-name", lambda: ToolUseBlock("t1", "", {}), "name"),
+    ("tool-use-surrogate-name", lambda: ToolUseBlock("t1", SURR, {}), "name"),
+    ("tool-use-input-list", lambda: ToolUseBlock("t1", "ls", [1]), "input"),
+    ("tool-use-input-none", lambda: ToolUseBlock("t1", "ls", None), "input"),
+    ("tool-use-input-set", lambda: ToolUseBlock("t1", "ls", {"a": {1, 2}}), "input"),
+    ("tool-use-input-tuple", lambda: ToolUseBlock("t1", "ls", {"a": (1, 2)}), "input"),
+    ("tool-use-input-bytes", lambda: ToolUseBlock("t1", "ls", {"a": b"x"}), "input"),
+    ("tool-use-input-nan", lambda: ToolUseBlock("t1", "ls", {"a": float("nan")}), "input"),
+    ("tool-use-input-inf", lambda: ToolUseBlock("t1", "ls", {"a": [float("-inf")]}), "input"),
+    ("tool-use-input-int-key", lambda: ToolUseBlock("t1", "ls", {1: "x"}), "input"),
+    ("tool-use-input-nested-key", lambda: ToolUseBlock("t1", "ls", {"a": {None: 1}}), "input"),
+    ("tool-use-input-object", lambda: ToolUseBlock("t1", "ls", {"a": _Obj()}), "input"),
+    (
+        "tool-use-input-datetime",
+        lambda: ToolUseBlock("t1", "ls", {"a": datetime.date(2024, 1, 1)}),
+        "input",
+    ),
+    ("tool-use-input-struct", lambda: ToolUseBlock("t1", "ls", {"a": TextBlock("x")}), "input"),
+    ("tool-use-input-surrogate", lambda: ToolUseBlock("t1", "ls", {"a": [SURR]}), "input"),
+    ("tool-use-input-surrogate-key", lambda: ToolUseBlock("t1", "ls", {SURR: 1}), "input"),
+    ("tool-result-empty-id", lambda: ToolResultBlock("", "x"), "tool_use_id"),
+    ("tool-result-content-int", lambda: ToolResultBlock("t1", 3), "content"),
+    ("tool-result-content-none", lambda: ToolResultBlock("t1", None), "content"),
+    ("tool-result-content-surrogate", lambda: ToolResultBlock("t1", SURR), "content"),
+    (
+        "tool-result-content-item",
+        lambda: ToolResultBlock("t1", [TextBlock("a"), "b"]),
+        "content[1]",
+    ),
+    (
+        "tool-result-content-tool-use",
+        lambda: ToolResultBlock("t1", [ToolUseBlock("t", "n", {})]),
+        "content[0]",
+    ),
+    ("tool-result-is-error-int", lambda: ToolResultBlock("t1", "x", is_error=1), "is_error"),
+    (
+        "tool-result-summary-int",
+        lambda: ToolResultBlock("t1", "x", compact_summary=1),
+        "compact_summary",
+    ),
+    ("reasoning-text-int", lambda: ReasoningBlock(1), "text"),
+    ("reasoning-signature-surrogate", lambda: ReasoningBlock("x", SURR), "signature"),
+    ("reasoning-redacted-str", lambda: ReasoningBlock(redacted="yes"), "redacted"),
+    ("usage-negative", lambda: Usage(input_tokens=-1), "input_tokens"),
+    ("usage-negative-cache", lambda: Usage(cache_write_tokens=-5), "cache_write_tokens"),
+    ("usage-float", lambda: Usage(output_tokens=1.0), "output_tokens"),
+    ("usage-bool", lambda: Usage(cache_read_tokens=True), "cache_read_tokens"),
+    ("usage-model-int", lambda: Usage(model=3), "model"),
+    ("usage-finish-surrogate", lambda: Usage(finish_reason=SURR), "finish_reason"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "path"), [(m, p) for _, m, p in BAD_BLOCKS], ids=[n for n, _, _ in BAD_BLOCKS]
+)
+def test_bad_blocks(make: Any, path: str) -> None:
+    with invalid(path):
+        make()
+
+
+def _call(**kw: Any) -> Any:
+    return lambda: Message(**kw)
+
+
+BAD_MESSAGES: list[tuple[str, Any, str]] = [
+    ("unknown-role", _call(role="tool", content=[]), "role"),
+    ("role-int", _call(role=1, content=[]), "role"),
+    ("role-unhashable", _call(role=["user"], content=[]), "role"),
+    ("content-str", _call(role="user", content="hi"), "content"),
+    ("content-none", _call(role="user", content=None), "content"),
+    ("content-dict", _call(role="user", content={"type": "text", "text": "x"}), "content"),
+    ("content-generator", _call(role="user", content=(b for b in [])), "content"),
+    ("content-item-str", _call(role="user", content=[TextBlock("a"), "b"]), "content[1]"),
+    (
+        "content-item-dict",
+        _call(role="user", content=[{"type": "text", "text": "x"}]),
+        "content[0]",
+    ),
+    (
+        "tool-use-in-user",
+        _call(role="user", content=[ToolUseBlock("t", "n", {})]),
+        "content[0]",
+    ),
+    (
+        "tool-result-in-assistant",
+        _call(role="assistant", content=[TextBlock("x"), ToolResultBlock("t", "x")]),
+        "content[1]",
+    ),
+    ("reasoning-in-user", _call(role="user", content=[ReasoningBlock()]), "content[0]"),
+    ("image-in-system", _call(role="system", content=[ImageBlock("image/png", PNG)]), "content[0]"),
+    ("id-empty", _call(role="user", content=[], id=""), "id"),
+    ("id-int", _call(role="user", content=[], id=3), "id"),
+    ("id-surrogate", _call(role="user", content=[], id=SURR), "id"),
+    ("turn-bad", _call(role="user", content=[], turn="t3"), "turn"),
+    ("turn-no-number", _call(role="user", content=[], turn="u"), "turn"),
+    ("turn-sign", _call(role="user", content=[], turn="u+3"), "turn"),
+    ("turn-overflow", _call(role="user", content=[], turn="u4294967296"), "turn"),
+    ("turn-int", _call(role="user", content=[], turn=3), "turn"),
+    ("turn-unicode-digit", _call(role="user", content=[], turn="u\u0663"), "turn"),
+    ("name-empty", _call(role="user", content=[], name=""), "name"),
+    ("usage-dict", _call(role="assistant", content=[], usage={"input_tokens": 1}), "usage"),
+    ("meta-list", _call(role="user", content=[], meta=[1]), "meta"),
+    ("meta-set", _call(role="user", content=[], meta={"a": {1}}), "meta"),
+    ("meta-nan", _call(role="user", content=[], meta={"a": float("nan")}), "meta"),
+    ("meta-int-key", _call(role="user", content=[], meta={1: 1}), "meta"),
+    ("meta-surrogate", _call(role="user", content=[], meta={"a": SURR}), "meta"),
+    ("user-bad-item", lambda: Message.user(["ok", 5]), "content[1]"),
+    ("user-surrogate", lambda: Message.user(SURR), "content[0].text"),
+    ("user-surrogate-item", lambda: Message.user(["ok", SURR]), "content[1].text"),
+    ("user-int", lambda: Message.user(5), "content"),
+    ("system-tool-use", lambda: Message.system([ToolUseBlock("t", "n", {})]), "content[0]"),
+    (
+        "assistant-bad-call",
+        lambda: Message.assistant("x", tool_uses=[("t1", "ls", {"a": {1}})]),
+        "content[1].input",
+    ),
+    (
+        "assistant-empty-call-id",
+        lambda: Message.assistant(tool_uses=[("t1", "ls", {}), ("", "ls", {})]),
+        "content[1].id",
+    ),
+    ("assistant-short-tuple", lambda: Message.assistant(tool_uses=[("t1", "ls")]), "content[0]"),
+    ("assistant-bad-call-type", lambda: Message.assistant(tool_uses=["t1"]), "content[0]"),
+    (
+        "tool-results-bad-content",
+        lambda: Message.tool_results(("t1", "x"), ("t2", 5)),
+        "content[1].content",
+    ),
+    (
+        "tool-results-nested-item",
+        lambda: Message.tool_results(("t1", [TextBlock("a"), 5])),
+        "content[0].content[1]",
+    ),
+    (
+        "tool-results-empty-id",
+        lambda: Message.tool_results(("", "x")),
+        "content[0].tool_use_id",
+    ),
+    ("tool-results-long-tuple", lambda: Message.tool_results(("t", "x", True, 1)), "content[0]"),
+    ("tool-results-text", lambda: Message.tool_results("t1"), "content[0]"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "path"), [(m, p) for _, m, p in BAD_MESSAGES], ids=[n for n, _, _ in BAD_MESSAGES]
+)
+def test_bad_messages(make: Any, path: str) -> None:
+    with invalid(path):
+        make()
+
+
+def test_error_is_a_value_error_and_names_the_field() -> None:
+    with pytest.raises(InvalidMessage) as info:
+        ToolUseBlock("t1", "ls", {"a": [1, {"b": {1, 2}}]})
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert isinstance(err, CtxtrimError)
+    assert err.path == "input"
+    assert "['a'][1]['b']" in err.reason and "set" in err.reason
+    assert str(err).startswith("input: ")
+
+
+def test_reference_cycle_in_input_is_rejected() -> None:
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with invalid("input"):
+        ToolUseBlock("t1", "ls", cyclic)
+
+
+def test_valid_edge_cases_are_accepted() -> None:
+    ToolUseBlock("t1", "ls", {"big": 2**100, "neg": -(2**70), "f": -0.0, "u": "\x00😀你好"})
+    Message("user", [], turn="u0")
+    Message("assistant", [], turn="a4294967295")
+    Message.user("\U0010ffff\x00")
+    ImageBlock("image/webp", b"")
+    ToolResultBlock("t1", [])
+    for media_type in IMAGE_MEDIA_TYPES:
+        ImageBlock(media_type, PNG)
+
+
+# --------------------------------------------------------------------------------------------
+# Decoding garbage
+
+
+def _image_result(data: Any = "aGk=", media_type: str = "image/png") -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": [
+                    {"type": "text", "text": "x"},
+                    {"type": "image", "media_type": media_type, "data": data},
+                ],
+            }
+        ],
+    }
+
+
+def _tool_use(**kw: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": "t", "name": "n", "input": {}, **kw}
+
+
+def _text(value: Any) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": value}]}
+
+
+GARBAGE: list[tuple[str, Any, str]] = [
+    ("not-a-dict", "hello", ""),
+    ("none", None, ""),
+    ("list", [], ""),
+    ("missing-role", {"content": []}, "role"),
+    ("missing-content", {"role": "user"}, "content"),
+    ("unknown-role", {"role": "tool", "content": []}, "role"),
+    ("content-str", {"role": "user", "content": "hi"}, "content"),
+    ("unknown-block-type", {"role": "user", "content": [{"type": "video"}]}, "content[0].type"),
+    ("missing-block-type", {"role": "user", "content": [{"text": "x"}]}, "content[0].type"),
+    ("block-not-dict", {"role": "user", "content": ["hi"]}, "content[0]"),
+    ("missing-field", {"role": "user", "content": [{"type": "text"}]}, "content[0].text"),
+    ("wrong-type", _text(5), "content[0].text"),
+    ("surrogate", _text("\ud83d"), "content[0].text"),
+    ("bad-base64", _image_result(data="%%%"), "content[0].content[1].data"),
+    ("bad-media-type", _image_result(media_type="png"), "content[0].content[1].media_type"),
+    (
+        "tool-use-in-user",
+        {"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "n", "input": {}}]},
+        "content[0]",
+    ),
+    (
+        "empty-tool-id",
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "", "name": "n", "input": {}}],
+        },
+        "content[0].id",
+    ),
+    (
+        "input-not-object",
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t", "name": "n", "input": 1}],
+        },
+        "content[0].input",
+    ),
+    (
+        "usage-negative",
+        {"role": "assistant", "content": [], "usage": {"output_tokens": -1}},
+        "usage.output_tokens",
+    ),
+    ("usage-str", {"role": "assistant", "content": [], "usage": {"model": 1}}, "usage.model"),
+    ("turn", {"role": "user", "content": [], "turn": "x"}, "turn"),
+    ("meta-not-dict", {"role": "user", "content": [], "meta": []}, "meta"),
+    ("meta-nan", {"role": "user", "content": [], "meta": {"a": float("inf")}}, "meta"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "path"), [(d, p) for _, d, p in GARBAGE], ids=[n for n, _, _ in GARBAGE]
+)
+def test_from_dict_garbage(data: Any, path: str) -> None:
+    with invalid(path):
+        Message.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "path"),
+    [(d, p) for n, d, p in GARBAGE if n not in {"surrogate", "meta-nan"}],
+    ids=[n for n, _, _ in GARBAGE if n not in {"surrogate", "meta-nan"}],
+)
+def test_decode_garbage(data: Any, path: str) -> None:
+    with invalid(path):
+        Message.decode(json.dumps(data).encode())
+    with invalid(f"messages[1].{path}".rstrip(".")):
+        decode_messages(json.dumps([Message.user("ok").to_dict(), data]))
+
+
+def test_decode_malformed_json() -> None:
+    with invalid(""):
+        Message.decode(b'{"role": "user", ')
+    with invalid(""):
+        Message.decode(b'{"role":"user","content":[{"type":"text","text":"\\ud800"}]}')
+    with invalid("messages"):
+        decode_messages(b'[{"role": "us')
+    with invalid("messages"):
+        decode_messages(b'{"role": "user", "content": []}')
+    with invalid("messages[0]"):
+        decode_messages(b"[1]")
+
+
+def test_decode_errors_are_never_raw_msgspec_errors() -> None:
+    for bad in (b"", b"nul", b"[]", b'{"role":"user","content":[{"type":"image"}]}'):
+        with pytest.raises(InvalidMessage) as info:
+            Message.decode(bad)
+        assert not isinstance(info.value, msgspec.MsgspecError)
+
+
+def test_block_from_dict_garbage() -> None:
+    assert block_from_dict({"type": "text", "text": "x"}) == TextBlock("x")
+    with invalid("type"):
+        block_from_dict({"type": "nope"})
+    with invalid("input"):
+        block_from_dict({"type": "tool_use", "id": "t", "name": "n", "input": []})
+    with invalid("content[0].media_type"):
+        block_from_dict(
+            {
+                "type": "tool_result",
+                "tool_use_id": "t",
+                "content": [{"type": "image", "media_type": "x", "data": ""}],
+            }
+        )
+    with invalid(""):
+        block_from_dict(3)
+
+
+def test_encode_messages_rejects_non_messages() -> None:
+    with invalid("messages[1]"):
+        encode_messages([Message.user("x"), {"role": "user", "content": []}])  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------------------------
+# The strategies themselves
+
+
+def _check_history(h: list[Message]) -> None:
+    ids = [m.id for m in h]
+    assert len(set(ids)) == len(ids)
+    first = next(m for m in h if m.role != "system")
+    assert first.is_real_user
+    issued: dict[str, int] = {}
+    assistants_seen = 0
+    answered: set[str] = set()
+    for m in h:
+        if m.role == "assistant":
+            assistants_seen += 1
+            for call in m.tool_uses:
+                assert call.id not in issued
+                issued[call.id] = assistants_seen
+        for r in m.tool_results:
+            assert r.tool_use_id in issued
+            assert r.tool_use_id not in answered
+            assert assistants_seen - issued[r.tool_use_id] <= 1  # late by at most one round
+            answered.add(r.tool_use_id)
+    for call_id, at in issued.items():
+        if call_id not in answered:
+            assert assistants_seen - at <= 1  # pending only at the end
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(histories())
+def test_histories_are_plausible(h: list[Message]) -> None:
+    _check_history(h)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(broken_histories_with_faults())
+def test_broken_histories_are_broken(pair: tuple[list[Message], frozenset[str]]) -> None:
+    h, faults = pair
+    assert faults
+    with pytest.raises(AssertionError):
+        _check_history(h)
