@@ -27,17 +27,21 @@ def agent_session(rounds: int, *, system: bool = True) -> list[Message]:
     return out
 
 
-def brute_safe(messages: Sequence[Message], i: int) -> bool:
-    """Keeping ``messages[i:]`` separates no call from a result that answers it.
+def safe_cuts(messages: Sequence[Message]) -> list[bool]:
+    """``out[i]``: keeping ``messages[i:]`` separates no call from a result that answers it.
 
-    A result answers the latest call with its id that comes before it.
+    The oracle the Rust index is checked against, written the obvious way: a result answers
+    the latest call with its id that comes before it, and every cut in ``(call, result]``
+    would separate them.
     """
+    safe = [True] * (len(messages) + 1)
     latest: dict[str, int] = {}
     for j, m in enumerate(messages):
         for r in m.tool_results:
             u = latest.get(r.tool_use_id)
-            if u is not None and u < i <= j:
-                return False
+            if u is not None:
+                for i in range(u + 1, j + 1):
+                    safe[i] = False
         for use in m.tool_uses:
             latest[use.id] = j
-    return True
+    return safe

@@ -16,7 +16,7 @@ from ctxtrim import (
     TurnId,
 )
 
-from helpers import agent_session, brute_safe, call, results
+from helpers import agent_session, call, results, safe_cuts
 from strategies import histories
 
 
@@ -211,7 +211,7 @@ def test_fit_budget_reports_over_budget_minimum() -> None:
 def test_safe_cuts_match_brute_force(msgs: list[Message], data: st.DataObject) -> None:
     log = MessageLog(msgs)
     n = len(msgs)
-    safe = [brute_safe(msgs, i) for i in range(n + 1)]
+    safe = safe_cuts(msgs)
     assert [log.is_safe_cut(i) for i in range(n + 1)] == safe
     i = data.draw(st.integers(0, n))
     assert log.safe_cut_at_or_before(i) == max(j for j in range(i + 1) if safe[j])

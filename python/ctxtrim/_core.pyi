@@ -8,6 +8,20 @@ from typing import Final, Literal, final
 
 from ctxtrim.messages import Message
 
+__all__ = [
+    "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "CtxtrimError",
+    "MessageLog",
+    "StaleGenerationError",
+    "TurnId",
+    "__version__",
+    "estimate_tokens",
+    "message_tokens",
+    "repair_plan",
+    "validate_messages",
+]
+
 __version__: Final[str]
 MESSAGE_OVERHEAD: Final[int]
 IMAGE_TOKENS: Final[int]
@@ -41,12 +55,12 @@ class TurnId:
     def number(self) -> int: ...
     def is_user_turn(self) -> bool: ...
     def is_assistant_turn(self) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, value: object, /) -> bool: ...
     def __hash__(self) -> int: ...
-    def __lt__(self, other: TurnId) -> bool: ...
-    def __le__(self, other: TurnId) -> bool: ...
-    def __gt__(self, other: TurnId) -> bool: ...
-    def __ge__(self, other: TurnId) -> bool: ...
+    def __lt__(self, value: TurnId, /) -> bool: ...
+    def __le__(self, value: TurnId, /) -> bool: ...
+    def __gt__(self, value: TurnId, /) -> bool: ...
+    def __ge__(self, value: TurnId, /) -> bool: ...
 
 @final
 class MessageLog:
@@ -65,7 +79,7 @@ class MessageLog:
         """Append several messages atomically: all are checked first, then all are added."""
 
     def __len__(self) -> int: ...
-    def __getitem__(self, i: int) -> Message: ...
+    def __getitem__(self, key: int, /) -> Message: ...
     def to_list(self, start: int = 0, end: int | None = None) -> list[Message]:
         """The messages ``[start, end)`` as a new list (reference copies only)."""
 
@@ -141,3 +155,11 @@ class MessageLog:
 
     def __repr__(self) -> str: ...
 
+class CtxtrimError(Exception):
+    """Base class of every error ctxtrim raises on purpose."""
+
+class StaleGenerationError(CtxtrimError):
+    """A replace_prefix was refused: the history was rewritten since the caller's snapshot."""
+
+    expected: int
+    actual: int

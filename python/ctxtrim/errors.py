@@ -1,24 +1,24 @@
 """The exceptions ctxtrim raises.
 
 Every error ctxtrim raises on purpose is a :class:`CtxtrimError`, so a caller can catch the
-library's errors in one clause. Errors about bad input are also :class:`ValueError` (the
-Python convention), which is why the hierarchy lives here in Python rather than in the
-extension: a class made with PyO3's ``create_exception!`` can only have one base. The Rust
-bindings raise these same classes (``import_exception!``), so there is one hierarchy.
+library's errors in one clause. ``CtxtrimError`` and ``StaleGenerationError`` are created in
+the extension (PyO3 ``create_exception!``); errors about bad input are also
+:class:`ValueError` (the Python convention), and a ``create_exception!`` class has one base
+only, so those two are defined here on top of ``CtxtrimError``. The extension raises these
+same classes, so there is one hierarchy.
 """
 
 from __future__ import annotations
+
+from ctxtrim._core import CtxtrimError, StaleGenerationError
 
 __all__ = [
     "CtxtrimError",
     "InvalidMessage",
     "InvalidTurnId",
     "StaleGenerationError",
+    "stale_generation_error",
 ]
-
-
-class CtxtrimError(Exception):
-    """Base class of every error ctxtrim raises on purpose."""
 
 
 class InvalidMessage(CtxtrimError, ValueError):
@@ -39,16 +39,11 @@ class InvalidTurnId(CtxtrimError, ValueError):
     """A turn id string is not of the form ``"u<number>"`` or ``"a<number>"``."""
 
 
-class StaleGenerationError(CtxtrimError):
-    """``replace_prefix`` was given a generation that is no longer current.
-
-    The history was cleared, compacted or had a turn removed since the caller's snapshot, so
-    the replacement was refused and nothing changed. Take a new snapshot and try again.
-    """
-
-    def __init__(self, expected: int, actual: int) -> None:
-        super().__init__(
-            f"stale generation: expected {expected}, the history is at generation {actual}"
-        )
-        self.expected = expected
-        self.actual = actual
+def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:
+    """The error a store raises when ``replace_prefix`` meets a newer generation."""
+    err = StaleGenerationError(
+        f"stale generation: expected {expected}, the history is at generation {actual}"
+    )
+    err.expected = expected
+    err.actual = actual
+    return err

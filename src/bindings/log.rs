@@ -57,7 +57,7 @@ impl PyMessageLog {
         loop {
             let base = self.current();
             let mut next = base.clone();
-            let out = py.detach(|| f(&mut next)).map_err(log_error)?;
+            let out = py.detach(|| f(&mut next)).map_err(|e| log_error(py, e))?;
             let mut guard = self.inner.write();
             if catch_up(&mut next, &base, &guard) {
                 let old = std::mem::replace(&mut *guard, next);
