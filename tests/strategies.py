@@ -139,15 +139,6 @@ def blocks() -> st.SearchStrategy[Block]:
     )
 
 
-_ROLE_BLOCKS = {
-    "system": lambda: text_blocks(),
-    "user": lambda: st.one_of(text_blocks(), image_blocks(), tool_result_blocks()),
-    "assistant": lambda: st.one_of(
-        text_blocks(), image_blocks(), tool_use_blocks(), reasoning_blocks()
-    ),
-}
-
-
 def usages() -> st.SearchStrategy[Usage]:
     counts = st.integers(0, 2**40)
     return st.builds(
@@ -155,19 +146,35 @@ def usages() -> st.SearchStrategy[Usage]:
     )
 
 
+_ROLE_CONTENT = {
+    "system": st.lists(text_blocks(), max_size=4),
+    "user": st.lists(st.one_of(text_blocks(), image_blocks(), tool_result_blocks()), max_size=4),
+    "assistant": st.lists(
+        st.one_of(text_blocks(), image_blocks(), tool_use_blocks(), reasoning_blocks()),
+        max_size=4,
+    ),
+}
+_ROLES = st.sampled_from(["system", "user", "assistant"])
+_OPT_TEXT = st.none() | nonempty_texts()
+_OPT_TURN = st.none() | turn_ids()
+_OPT_USAGE = st.none() | usages()
+_OPT_META = st.none() | json_dicts(6)
+_SEQ_TYPE = st.sampled_from([list, tuple])
+
+
 @st.composite
 def messages(draw: st.DrawFn, role: str | None = None) -> Message:
     """Any valid message: every role, possibly empty content, every optional field."""
-    role = role or draw(st.sampled_from(["system", "user", "assistant"]))
-    content = draw(st.lists(_ROLE_BLOCKS[role](), max_size=4))
+    role = role or draw(_ROLES)
+    content = draw(_ROLE_CONTENT[role])
     return Message(
         role,  # type: ignore[arg-type]
-        draw(st.sampled_from([list, tuple]))(content),
-        id=draw(st.none() | nonempty_texts()),
-        turn=draw(st.none() | turn_ids()),
-        name=draw(st.none() | nonempty_texts()),
-        usage=draw(st.none() | usages()),
-        meta=draw(st.none() | json_dicts(6)),
+        draw(_SEQ_TYPE)(content),
+        id=draw(_OPT_TEXT),
+        turn=draw(_OPT_TURN),
+        name=draw(_OPT_TEXT),
+        usage=draw(_OPT_USAGE),
+        meta=draw(_OPT_META),
     )
 
 
@@ -176,11 +183,39 @@ def messages(draw: st.DrawFn, role: str | None = None) -> Message:
 
 _TOOL_NAMES = ["read_file", "grep", "run_tests", "search_web", "list_dir", "edit_file"]
 
+# Built once: making a strategy per draw costs more than the draw (hypothesis validates it).
+_PROSE = st.sampled_from(
+    [
+        "Fix the failing test in parser.py.",
+        "Let me look at the file first.",
+        "I'll run the tests.",
+        "Done: the bug was an off-by-one.",
+        "What about the 中文 input?",
+        "Looks good 👍",
+        "ok",
+    ]
+)
+_TEXT = st.one_of(_PROSE, texts(min_size=1))
+_SHORT = st.one_of(st.sampled_from(["", "sig_abc"]), texts(max_size=8))
+_TOOL_INPUT = st.dictionaries(
+    st.sampled_from(["path", "query", "n", "flags", "pattern", "é"]),
+    st.one_of(st.integers(), _PROSE, texts(max_size=12), st.lists(st.integers(), max_size=3)),
+    max_size=3,
+)
+_RESULT_TEXT = st.one_of(
+    st.sampled_from(["ok", "", "FAILED: 3 tests", "x" * 300, "no such file"]), texts(max_size=60)
+)
+_RESULT_BLOCKS = st.lists(st.one_of(text_blocks(), image_blocks()), min_size=1, max_size=2)
+_USAGE = st.none() | usages()
+_SUMMARY = st.none() | st.just("[summary]")
+_TOOL_NAME = st.sampled_from(_TOOL_NAMES)
+_D4 = st.integers(0, 3)
+
 
 def _result_content(draw: st.DrawFn) -> str | list[TextBlock | ImageBlock]:
     if draw(st.integers(0, 9)) == 0:
-        return draw(st.lists(st.one_of(text_blocks(), image_blocks()), min_size=1, max_size=2))
-    return draw(st.sampled_from(["ok", "", "FAILED: 3 tests", "x" * 300]) | texts(max_size=60))
+        return draw(_RESULT_BLOCKS)
+    return draw(_RESULT_TEXT)
 
 
 @st.composite
@@ -211,27 +246,27 @@ def histories(draw: st.DrawFn, max_rounds: int = 12) -> list[Message]:
         return f"m{next(counter)}"
 
     if draw(st.booleans()):
-        out.append(Message.system(draw(texts(min_size=1)), id=mid()))
-    out.append(Message.user(draw(texts(min_size=1)), id=mid()))
+        out.append(Message.system(draw(_TEXT), id=mid()))
+    out.append(Message.user(draw(_TEXT), id=mid()))
 
     late: list[str] = []  # held back last round; must be delivered this round
     for _ in range(draw(st.integers(0, max_rounds))):
         # -- the assistant speaks
-        n_calls = draw(st.integers(0, 3))
+        n_calls = draw(_D4)
         calls = [
             ToolUseBlock(
                 f"toolu_{next(tool_counter):04d}",
-                draw(st.sampled_from(_TOOL_NAMES)),
-                draw(json_dicts(4)),
+                draw(_TOOL_NAME),
+                draw(_TOOL_INPUT),
             )
             for _ in range(n_calls)
         ]
         head: list[Block] = []
-        if draw(st.integers(0, 3)) == 0:
-            head.append(ReasoningBlock(draw(texts()), draw(texts(max_size=8))))
+        if draw(_D4) == 0:
+            head.append(ReasoningBlock(draw(_TEXT), draw(_SHORT)))
         if not calls or draw(st.booleans()):
-            head.append(TextBlock(draw(texts(min_size=1))))
-        usage = draw(st.none() | usages())
+            head.append(TextBlock(draw(_TEXT)))
+        usage = draw(_USAGE)
         out.append(Message("assistant", head + calls, id=mid(), usage=usage))
 
         # -- the results come back
@@ -248,24 +283,24 @@ def histories(draw: st.DrawFn, max_rounds: int = 12) -> list[Message]:
                     i,
                     _result_content(draw),
                     is_error=draw(st.integers(0, 7)) == 0,
-                    compact_summary=draw(st.none() | st.just("[summary]")),
+                    compact_summary=draw(_SUMMARY),
                 )
                 for i in chunk
             ]
             if draw(st.integers(0, 5)) == 0:
-                results.append(TextBlock(draw(texts(min_size=1))))
+                results.append(TextBlock(draw(_TEXT)))
             out.append(Message("user", results, id=mid()))
             if now and draw(st.integers(0, 6)) == 0:
-                out.append(Message.user(draw(texts(min_size=1)), id=mid()))
+                out.append(Message.user(draw(_TEXT), id=mid()))
         if out[-1].role == "assistant" and not calls:
             # The assistant finished its turn: the user speaks next.
-            out.append(Message.user(draw(texts(min_size=1)), id=mid()))
+            out.append(Message.user(draw(_TEXT), id=mid()))
         elif not late and draw(st.integers(0, 4)) == 0:
-            out.append(Message.user(draw(texts(min_size=1)), id=mid()))
+            out.append(Message.user(draw(_TEXT), id=mid()))
     # Stop mid-round now and then: the last calls are still pending.
-    if draw(st.integers(0, 3)) == 0:
+    if draw(_D4) == 0:
         calls = [
-            ToolUseBlock(f"toolu_{next(tool_counter):04d}", draw(st.sampled_from(_TOOL_NAMES)), {})
+            ToolUseBlock(f"toolu_{next(tool_counter):04d}", draw(_TOOL_NAME), {})
             for _ in range(draw(st.integers(1, 3)))
         ]
         out.append(Message.assistant(tool_uses=calls, id=mid()))
