@@ -1,1 +1,234 @@
-fn main() {}
+//! Criterion benches of the core at 1k/10k/100k messages: append (with and without a live
+//! snapshot), snapshot, fork, fit_budget, token ranges, one agent step, and the token estimator.
+//!
+//! Run with `cargo bench --bench core`. Each bench measures briefly (2 s, 20 samples) so the
+//! whole suite takes a few minutes on two cores.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use ctxtrim::log::MessageLog;
+use ctxtrim::meta::{Meta, Role};
+use ctxtrim::tokens::estimate_tokens;
+
+type Payload = Arc<str>;
+type Log = MessageLog<Payload>;
+
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// Pushes between resets of the log in the append benches, so the log stays near its size.
+const PUSHES_PER_RESET: u64 = 64;
+
+/// A small deterministic generator (no `rand` dependency needed for benches).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u32 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) as u32
+    }
+}
+
+/// The `i`-th message of an agent loop: user text, assistant call, tool result, assistant
+/// text, repeating; tokens vary from 20 to ~1,500.
+fn message(i: usize, rng: &mut Lcg) -> (Payload, Meta) {
+    let tokens = 20 + rng.next() % 1_500;
+    let call = format!("call_{}", i / 4);
+    let meta = match i % 4 {
+        0 => Meta::user(tokens),
+        1 => Meta::assistant(tokens).with_tool_uses([call]),
+        2 => Meta::new(Role::User, tokens).with_tool_results([call]),
+        _ => Meta::assistant(tokens),
+    };
+    (Arc::from("message"), meta)
+}
+
+fn build(n: usize) -> Log {
+    let mut rng = Lcg(n as u64);
+    (0..n).map(|i| message(i, &mut rng)).collect()
+}
+
+fn append(c: &mut Criterion) {
+    let mut group = c.benchmark_group("append");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let base = build(n);
+        let mut rng = Lcg(7);
+        let incoming: Vec<(Payload, Meta)> = (n..n + PUSHES_PER_RESET as usize)
+            .map(|i| message(i, &mut rng))
+            .collect();
+        group.bench_with_input(BenchmarkId::new("no_snapshot", n), &n, |b, _| {
+            b.iter_custom(|iters| timed_pushes(&base, &incoming, iters, false));
+        });
+        group.bench_with_input(BenchmarkId::new("live_snapshot", n), &n, |b, _| {
+            b.iter_custom(|iters| timed_pushes(&base, &incoming, iters, true));
+        });
+    }
+    group.finish();
+}
+
+/// Times `iters` pushes. Every `PUSHES_PER_RESET` pushes the log goes back to `base` (untimed)
+/// so it stays near its nominal size. With `snapshot`, a snapshot is taken before each push
+/// and kept alive across it, as an agent that snapshots before each model call does.
+fn timed_pushes(base: &Log, incoming: &[(Payload, Meta)], iters: u64, snapshot: bool) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut done = 0;
+    while done < iters {
+        let batch = (iters - done).min(PUSHES_PER_RESET);
+        let mut log = base.clone();
+        // Make the log's tail its own before timing, so "no snapshot" measures unshared
+        // pushes only.
+        if !snapshot {
+            log.push(Arc::from("warm"), Meta::user(1));
+        }
+        let mut snaps = Vec::with_capacity(batch as usize);
+        let start = Instant::now();
+        for (payload, meta) in incoming.iter().take(batch as usize) {
+            if snapshot {
+                snaps.push(log.snapshot());
+            }
+            black_box(log.push(payload.clone(), meta.clone()));
+        }
+        total += start.elapsed();
+        drop(snaps);
+        done += batch;
+    }
+    total
+}
+
+fn snapshot_and_fork(c: &mut Criterion) {
+    let mut group = c.benchmark_group("snapshot");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let log = build(n);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &log, |b, log| {
+            b.iter(|| black_box(log.snapshot()));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("fork");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let log = build(n);
+        group.bench_with_input(BenchmarkId::new("fork", n), &log, |b, log| {
+            b.iter(|| black_box(log.fork()));
+        });
+        // A fork that then diverges: the first push copies only the tail chunk.
+        group.bench_with_input(BenchmarkId::new("fork_and_push", n), &log, |b, log| {
+            b.iter(|| {
+                let mut f = log.fork();
+                f.push(Arc::from("branch"), Meta::user(10));
+                black_box(f)
+            });
+        });
+    }
+    group.finish();
+}
+
+fn queries(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit_budget");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let log = build(n);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &log, |b, log| {
+            b.iter(|| black_box(log.fit_budget(black_box(8_000), 1)));
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("tokens_range");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let log = build(n);
+        let mut rng = Lcg(3);
+        let ranges: Vec<(usize, usize)> = (0..1024)
+            .map(|_| {
+                let a = rng.next() as usize % n;
+                let b = rng.next() as usize % n;
+                (a.min(b), a.max(b))
+            })
+            .collect();
+        let mut k = 0;
+        group.bench_with_input(BenchmarkId::from_parameter(n), &log, |b, log| {
+            b.iter(|| {
+                k = (k + 1) % ranges.len();
+                let (s, e) = ranges[k];
+                black_box(log.tokens(s, e))
+            });
+        });
+    }
+    group.finish();
+
+    // DESIGN §10's agent loop: append 4 messages, snapshot, fit an 8k budget.
+    let mut group = c.benchmark_group("agent_step");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for n in SIZES {
+        let base = build(n);
+        let mut rng = Lcg(11);
+        let step: Vec<(Payload, Meta)> = (n..n + 4).map(|i| message(i, &mut rng)).collect();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut log = base.clone();
+                for i in 0..iters {
+                    if i % 16 == 0 {
+                        log = base.clone();
+                    }
+                    let start = Instant::now();
+                    for (p, m) in &step {
+                        log.push(p.clone(), m.clone());
+                    }
+                    let snap = log.snapshot();
+                    black_box(snap.fit_budget(8_000, 1));
+                    total += start.elapsed();
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
+fn estimate(c: &mut Criterion) {
+    let paragraph = "Large language models read text as tokens, not characters. A tokenizer \
+        splits each word into pieces from a fixed vocabulary: common words such as the, and, or \
+        which become a single token, while rarer words are broken into several fragments. \
+        Numbers are grouped by three digits, and punctuation usually costs one token each.\n";
+    let english = paragraph.repeat(32);
+    let mut group = c.benchmark_group("estimate_tokens");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20)
+        .throughput(Throughput::Bytes(english.len() as u64));
+    group.bench_function("english", |b| {
+        b.iter(|| black_box(estimate_tokens(black_box(&english))));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, snapshot_and_fork, queries, estimate);
+criterion_main!(benches);

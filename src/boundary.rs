@@ -40,6 +40,7 @@
 
 use std::collections::{BTreeSet, HashMap as StdHashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use imbl::{HashMap, Vector};
 
@@ -68,8 +69,10 @@ pub struct BoundaryIndex {
     len: usize,
     /// Every safe cut, ascending. Always holds 0 and `len`.
     safe_cuts: Vector<usize>,
-    /// Tool use id → index of the latest message issuing it.
-    calls: HashMap<Box<str>, usize>,
+    /// Tool use id → index of the latest message issuing it. `Arc<str>` keys because a push
+    /// while a clone is alive copies the HAMT nodes on the path, cloning every key in them: a
+    /// refcount bump instead of an allocation each.
+    calls: HashMap<Arc<str>, usize>,
     /// Indices of real user messages, ascending.
     turn_starts: Vector<usize>,
     /// Round starts, ascending.
@@ -141,7 +144,7 @@ impl BoundaryIndex {
         self.safe_cuts.push_back(n + 1);
         // Calls register after the results: a message's results never answer its own calls.
         for id in &meta.tool_uses {
-            self.calls.insert(id.clone(), n);
+            self.calls.insert(Arc::from(&**id), n);
         }
         let real = meta.is_real_user();
         if real {
