@@ -563,7 +563,15 @@ GARBAGE: list[tuple[str, Any, str]] = [
     ("turn", {"role": "user", "content": [], "turn": "x"}, "turn"),
     ("meta-not-dict", {"role": "user", "content": [], "meta": []}, "meta"),
     ("meta-nan", {"role": "user", "content": [], "meta": {"a": float("inf")}}, "meta"),
+    ("meta-int-key", {"role": "user", "content": [], "meta": {1: "x"}}, "meta"),
+    (
+        "input-int-key",
+        {"role": "assistant", "content": [_tool_use(input={1: 2})]},
+        "content[0].input",
+    ),
 ]
+#: Cases that JSON cannot express (json.dumps would change or refuse them).
+NOT_JSON = {"surrogate", "meta-nan", "meta-int-key", "input-int-key"}
 
 
 @pytest.mark.parametrize(
@@ -576,8 +584,8 @@ def test_from_dict_garbage(data: Any, path: str) -> None:
 
 @pytest.mark.parametrize(
     ("data", "path"),
-    [(d, p) for n, d, p in GARBAGE if n not in {"surrogate", "meta-nan"}],
-    ids=[n for n, _, _ in GARBAGE if n not in {"surrogate", "meta-nan"}],
+    [(d, p) for n, d, p in GARBAGE if n not in NOT_JSON],
+    ids=[n for n, _, _ in GARBAGE if n not in NOT_JSON],
 )
 def test_decode_garbage(data: Any, path: str) -> None:
     with invalid(path):

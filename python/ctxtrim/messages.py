@@ -664,7 +664,8 @@ _ENCODER = msgspec.json.Encoder()
 _MESSAGE_DECODER = msgspec.json.Decoder(Message)
 _MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
 
-_AT_RE = re.compile(r" - at `\$(.*)`\Z", re.S)
+# msgspec says "<reason> - at `$.a[0].b`", or "- at `key` in `$.meta`" for a bad dict key.
+_AT_RE = re.compile(r" - at (`key` in )?`\$(.*)`\Z", re.S)
 _MISSING_RE = re.compile(r"Object missing required field `(.*)`\Z", re.S)
 
 
@@ -672,8 +673,10 @@ def _from_msgspec(err: msgspec.ValidationError, root: str) -> InvalidMessage:
     """Translate msgspec's ``... - at `$.content[0].text``` into an :class:`InvalidMessage`."""
     text = str(err)
     m = _AT_RE.search(text)
-    location = m.group(1) if m else ""
+    location = m.group(2) if m else ""
     reason = text[: m.start()] if m else text
+    if m and m.group(1):
+        reason += " (in a key)"
     cause = err.__cause__
     sub = ""
     if isinstance(cause, InvalidMessage):  # raised by a __post_init__ at ``location``
