@@ -47,6 +47,11 @@ Rules beyond field types:
 * Blocks are checked by exact type (no subclasses), since only these types decode back.
 * Unknown keys in dicts/JSON are ignored (a newer writer's extra field does not break an older
   reader), while unknown block types, unknown roles, missing and ill-typed fields are errors.
+
+Conveniences: ``Message.text`` joins the text blocks with no separator; ``Message.tool_results``
+is the constructor when called on the class and the tuple of result blocks on an instance.
+Structs are ``gc=False`` (no reference cycle can run through a valid message) and hashable only
+when no ``dict`` field (``input``, ``meta``) is set.
 """
 
 from __future__ import annotations
