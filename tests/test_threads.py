@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from ctxtrim import MemoryContextStore, Message
+from ctxtrim import MemoryContextStore, Message, MessageLog
 
 THREADS = 8
 PER_THREAD = 1500
@@ -47,3 +47,34 @@ def test_eight_threads_append_and_snapshot() -> None:
     for n, snap in snapshots:
         assert len(snap) == n and snap.to_list() == final[:n]
     assert log.total_tokens == sum(log.token_counts())
+
+
+def test_compaction_racing_appenders_loses_no_append() -> None:
+    """replace_prefix runs its O(n) rebuild without the lock; appends made meanwhile are
+    replayed onto the result, never lost."""
+    log = MessageLog([Message.user(f"old {i}") for i in range(5000)])
+    stop = threading.Event()
+    appended: list[str] = []
+
+    def appender() -> None:
+        i = 0
+        while not stop.is_set() or i < 200:
+            text = f"new {i}"
+            log.append(Message.user(text))
+            appended.append(text)
+            i += 1
+
+    th = threading.Thread(target=appender)
+    th.start()
+    dropped: set[str] = set()
+    for _ in range(20):
+        snap = log.snapshot()
+        upto = len(snap) // 2
+        dropped.update(m.text for m in snap.to_list(0, upto))
+        log.replace_prefix(upto, [Message.user("summary")], snap.generation)
+    stop.set()
+    th.join()
+    kept = [m.text for m in log.to_list() if m.text.startswith("new ")]
+    # Exactly the appends no compaction folded away survive, in append order.
+    assert kept == [t for t in appended if t not in dropped]
+    assert len(kept) > 0 and log.generation == 20

@@ -59,7 +59,7 @@ impl PyMessageLog {
             let mut next = base.clone();
             let out = py.detach(|| f(&mut next)).map_err(|e| log_error(py, e))?;
             let mut guard = self.inner.write();
-            if catch_up(&mut next, &base, &guard) {
+            if next.catch_up(&base, &guard) {
                 let old = std::mem::replace(&mut *guard, next);
                 drop(guard);
                 drop(old);
@@ -75,20 +75,6 @@ impl PyMessageLog {
             Ok(())
         }
     }
-}
-
-/// Replay onto `next` (a rewrite of `base`) the appends `current` has over `base`; false when
-/// `current` is not `base` plus appends (another rewrite won the race).
-fn catch_up(next: &mut Log, base: &Log, current: &Log) -> bool {
-    if current.generation() != base.generation() || current.len() < base.len() {
-        return false;
-    }
-    next.extend(
-        current
-            .range(base.len(), current.len())
-            .map(|e| (e.payload.clone(), e.meta.clone())),
-    );
-    true
 }
 
 /// Resolve a Python-style index (negative counts from the end).
