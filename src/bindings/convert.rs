@@ -55,14 +55,22 @@ fn role_of(role: &Bound<'_, PyAny>) -> Option<Role> {
     }
 }
 
-fn text_of<'py>(obj: &Bound<'py, PyAny>, field: &str, path: &str) -> PyResult<String> {
+/// Feed the string attribute `field` of `obj` to `f` without copying it. `path` is only
+/// called to build an error.
+fn with_str<R>(
+    obj: &Bound<'_, PyAny>,
+    field: &Bound<'_, PyString>,
+    path: impl Fn() -> String,
+    f: impl FnOnce(&str) -> R,
+) -> PyResult<R> {
     let value = obj.getattr(field)?;
     let s = value
         .cast::<PyString>()
-        .map_err(|_| invalid_message("expected a string", format!("{path}.{field}")))?;
-    s.to_str()
-        .map(str::to_owned)
-        .map_err(|_| invalid_message("string is not valid UTF-8", format!("{path}.{field}")))
+        .map_err(|_| invalid_message("expected a string", format!("{}.{field}", path())))?;
+    let text = s
+        .to_str()
+        .map_err(|_| invalid_message("string is not valid UTF-8", format!("{}.{field}", path())))?;
+    Ok(f(text))
 }
 
 /// Count a tool result's `content` (a string, or a sequence of text and image blocks).
@@ -70,7 +78,7 @@ fn tally_result_content(
     py: Python<'_>,
     c: &Classes,
     content: &Bound<'_, PyAny>,
-    path: &str,
+    path: &dyn Fn() -> String,
     tally: &mut TokenTally,
 ) -> PyResult<()> {
     if let Ok(s) = content.cast::<PyString>() {
@@ -81,13 +89,18 @@ fn tally_result_content(
         let part = part?;
         let ty = part.get_type();
         if ty.is(c.text.bind(py)) {
-            tally.text(&text_of(&part, "text", path)?);
+            with_str(
+                &part,
+                intern!(py, "text"),
+                || format!("{}.content[{j}]", path()),
+                |t| tally.text(t),
+            )?;
         } else if ty.is(c.image.bind(py)) {
             tally.image();
         } else {
             return Err(invalid_message(
                 "a tool result holds only text and image blocks",
-                format!("{path}.content[{j}]"),
+                format!("{}.content[{j}]", path()),
             ));
         }
     }
@@ -117,42 +130,44 @@ pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyRes
     let content = msg.getattr(intern!(py, "content"))?;
     for (i, block) in content.try_iter()?.enumerate() {
         let block = block?;
-        let bpath = format!("{path}.content[{i}]");
+        let bpath = || format!("{path}.content[{i}]");
         let ty = block.get_type();
         if ty.is(c.tool_result.bind(py)) {
-            tool_results.push(text_of(&block, "tool_use_id", &bpath)?.into_boxed_str());
-            tally_result_content(
-                py,
-                c,
-                &block.getattr(intern!(py, "content"))?,
-                &bpath,
-                &mut tally,
-            )?;
+            let id = with_str(&block, intern!(py, "tool_use_id"), bpath, |s: &str| {
+                Box::<str>::from(s)
+            })?;
+            tool_results.push(id);
+            let content = block.getattr(intern!(py, "content"))?;
+            tally_result_content(py, c, &content, &bpath, &mut tally)?;
             continue;
         }
         other_content = true;
         if ty.is(c.text.bind(py)) {
-            tally.text(&text_of(&block, "text", &bpath)?);
+            with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
             let input = c
                 .json_encode
                 .bind(py)
                 .call1((block.getattr(intern!(py, "input"))?,))
                 .map_err(|e| {
-                    invalid_message(format!("not JSON-encodable: {e}"), format!("{bpath}.input"))
+                    invalid_message(
+                        format!("not JSON-encodable: {e}"),
+                        format!("{}.input", bpath()),
+                    )
                 })?;
-            let input = input.extract::<&[u8]>()?;
-            tally.tool_use(
-                &text_of(&block, "name", &bpath)?,
-                std::str::from_utf8(input).unwrap_or_default(),
-            );
-            tool_uses.push(text_of(&block, "id", &bpath)?.into_boxed_str());
+            let json = std::str::from_utf8(input.extract::<&[u8]>()?).unwrap_or_default();
+            with_str(&block, intern!(py, "name"), bpath, |name| {
+                tally.tool_use(name, json)
+            })?;
+            tool_uses.push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
+                Box::<str>::from(s)
+            })?);
         } else if ty.is(c.image.bind(py)) {
             tally.image();
         } else if ty.is(c.reasoning.bind(py)) {
-            tally.text(&text_of(&block, "text", &bpath)?);
+            with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else {
-            return Err(invalid_message("not a content block", bpath));
+            return Err(invalid_message("not a content block", bpath()));
         }
     }
     let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
