@@ -178,7 +178,8 @@ fn classify(c: char) -> Class {
         // Hangul syllables and jamo.
         0xAC00..=0xD7AF | 0x1100..=0x11FF | 0x3130..=0x318F => Class::Alone(HANGUL),
         0x200D | 0xFE00..=0xFE0F => Class::Alone(JOINER),
-        0x1F000..=0x1FFFF | 0x20000..=0x3FFFF => Class::Alone(ASTRAL),
+        // Emoji and pictographs (U+1Fxxx), then rare ideographs in the supplementary planes.
+        0x1F000..=0x3FFFF => Class::Alone(ASTRAL),
         0x2600..=0x27BF => Class::Alone(DINGBAT),
         // Non-breaking and other Unicode spaces behave like a space.
         0x00A0 | 0x2000..=0x200A | 0x202F | 0x205F => Class::Space,
