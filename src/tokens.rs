@@ -119,9 +119,12 @@ const SYMBOL: u64 = 118;
 /// ```
 #[must_use]
 pub fn estimate_tokens(text: &str) -> u32 {
-    let mut est = Estimator::default();
-    est.feed_str(text);
-    est.finish()
+    to_tokens(estimate_units(text))
+}
+
+/// Rounds hundredths up to whole tokens, saturating at `u32::MAX`.
+fn to_tokens(units: u64) -> u32 {
+    u32::try_from(units.div_ceil(UNIT)).unwrap_or(u32::MAX)
 }
 
 /// What kind of run the estimator is in.
@@ -157,17 +160,38 @@ enum Class {
     Alone(u64),
 }
 
+const fn ascii_class(b: u8) -> Class {
+    match b {
+        b'a'..=b'z' => Class::AsciiLetter { upper: false },
+        b'A'..=b'Z' => Class::AsciiLetter { upper: true },
+        b'0'..=b'9' => Class::Digit,
+        b' ' | b'\t' => Class::Space,
+        b'\n' | b'\r' => Class::Newline,
+        // Other control characters are rare; price them like punctuation.
+        _ => Class::Punct,
+    }
+}
+
+/// [`ascii_class`] as a table: the hot loop looks bytes up instead of branching.
+const ASCII_CLASS: [Class; 128] = {
+    let mut table = [Class::Punct; 128];
+    let mut b = 0;
+    while b < 128 {
+        table[b] = ascii_class(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// Class of an ASCII byte (`b & 0x7f` keeps the lookup in bounds for any byte).
+#[inline]
+fn class_of_ascii(b: u8) -> Class {
+    ASCII_CLASS[usize::from(b & 0x7f)]
+}
+
 fn classify(c: char) -> Class {
     if c.is_ascii() {
-        return match c {
-            'a'..='z' => Class::AsciiLetter { upper: false },
-            'A'..='Z' => Class::AsciiLetter { upper: true },
-            '0'..='9' => Class::Digit,
-            ' ' | '\t' => Class::Space,
-            '\n' | '\r' => Class::Newline,
-            // Other control characters are rare; price them like punctuation.
-            _ => Class::Punct,
-        };
+        return ascii_class(c as u8);
     }
     match u32::from(c) {
         0x3040..=0x30FF => Class::Alone(KANA),
@@ -192,138 +216,169 @@ fn classify(c: char) -> Class {
     }
 }
 
-/// A streaming estimator: feed text in pieces, read the total at the end. It holds only a few
-/// counters, so one estimator can price a whole message made of several text blocks.
-#[derive(Clone, Debug, Default)]
-struct Estimator {
-    /// Hundredths of a token for runs already closed.
-    units: u64,
-    run: Run,
-    /// Characters in the current run.
-    len: u64,
-    /// ASCII letters in the current word.
-    ascii_letters: u64,
-    /// Uppercase ASCII letters in the current word.
-    upper_letters: u64,
-    /// Other alphabetic characters in the current word.
-    other_letters: u64,
-    /// Lower-to-upper case changes in the current word (camelCase humps).
-    humps: u64,
-    /// Whether the previous character was a lowercase ASCII letter.
-    prev_lower: bool,
-    /// The previous punctuation character, and whether the run repeats one character.
-    last_punct: char,
-    mixed_punct: bool,
+/// The run a character class belongs to (`Run::None` for a character priced alone).
+fn run_of(class: Class) -> Run {
+    match class {
+        Class::AsciiLetter { .. } | Class::OtherLetter => Run::Word,
+        Class::Digit => Run::Digits,
+        Class::Punct => Run::Punct,
+        Class::Space => Run::Spaces,
+        Class::Newline => Run::Newlines,
+        Class::Alone(_) => Run::None,
+    }
 }
 
-impl Estimator {
-    fn feed_str(&mut self, text: &str) {
-        for c in text.chars() {
-            self.feed(c);
+/// Class and UTF-8 length of the character starting at byte `i`; `None` at the end.
+#[inline]
+fn class_at(text: &str, i: usize) -> Option<(Class, usize)> {
+    let b = *text.as_bytes().get(i)?;
+    if b.is_ascii() {
+        return Some((class_of_ascii(b), 1));
+    }
+    let c = text.get(i..)?.chars().next()?;
+    Some((classify(c), c.len_utf8()))
+}
+
+/// What pricing a word needs to know.
+#[derive(Clone, Copy, Debug, Default)]
+struct WordFacts {
+    ascii: u64,
+    upper: u64,
+    other: u64,
+    humps: u64,
+}
+
+/// Price of one word.
+fn word_cost(w: WordFacts) -> u64 {
+    let mut cost = 0;
+    if w.ascii > 0 {
+        cost += WORD + w.ascii.saturating_sub(WORD_FREE_LETTERS) * WORD_EXTRA_LETTER;
+        cost += w.humps * CAMEL_HUMP;
+        if w.ascii > 1 && w.upper == w.ascii {
+            cost += (w.ascii - 1) * CAPS_EXTRA_LETTER;
         }
     }
+    cost += w.other * OTHER_LETTER;
+    cost.max(WORD)
+}
 
-    fn feed(&mut self, c: char) {
-        let class = classify(c);
-        let run = match class {
-            Class::AsciiLetter { .. } | Class::OtherLetter => Run::Word,
-            Class::Digit => Run::Digits,
-            Class::Punct => Run::Punct,
-            Class::Space => Run::Spaces,
-            Class::Newline => Run::Newlines,
-            Class::Alone(units) => {
-                self.close(Run::None);
-                self.units = self.units.saturating_add(units);
-                return;
-            }
-        };
-        if run != self.run {
-            self.close(run);
-            self.run = run;
+/// Price of a run of `n` ASCII punctuation characters followed by a `next` run; `mixed` if
+/// it is not one character repeated.
+fn punct_cost(n: u64, mixed: bool, next: Run) -> u64 {
+    if n == 1 && next == Run::Word {
+        // `.name`, `_id`, `(self`: the regex glues one punctuation character to the word after
+        // it, and the pair is often a single token.
+        PUNCT_GLUED
+    } else if n > 3 && !mixed {
+        PUNCT_FIRST + n / 8 * PUNCT_REPEAT_8
+    } else {
+        PUNCT_FIRST + n.saturating_sub(1) * PUNCT_EXTRA
+    }
+}
+
+/// Price of a run of `n` spaces followed by a `next` run.
+fn spaces_cost(n: u64, next: Run) -> u64 {
+    // One space folds into the word or punctuation after it, and spaces before a line break
+    // into the line-break token.
+    let run = if n > 1 { MULTI_SPACE } else { 0 };
+    match next {
+        Run::Newlines => 0,
+        Run::Word | Run::Punct => run,
+        Run::Digits => run + SPACE_BEFORE_DIGITS,
+        Run::None | Run::Spaces => MULTI_SPACE,
+    }
+}
+
+/// The estimate in hundredths of a token: one pass that scans each run in a tight loop
+/// (ASCII bytes need no decoding) and prices it. A punctuation or space run's price depends on
+/// the run after it, so it waits in `pending` until that run starts.
+fn estimate_units(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    let mut units: u64 = 0;
+    let mut i = 0;
+    let mut pending: Option<(Run, u64, bool)> = None;
+    while let Some((class, len)) = class_at(text, i) {
+        if let Some((run, n, mixed)) = pending.take() {
+            let next = run_of(class);
+            units += match run {
+                Run::Punct => punct_cost(n, mixed, next),
+                _ => spaces_cost(n, next),
+            };
         }
-        self.len = self.len.saturating_add(1);
         match class {
-            Class::AsciiLetter { upper } => {
-                self.ascii_letters += 1;
-                if upper {
-                    self.upper_letters += 1;
-                    if self.prev_lower {
-                        self.humps += 1;
+            Class::Alone(price) => {
+                units += price;
+                i += len;
+            }
+            Class::AsciiLetter { .. } | Class::OtherLetter => {
+                let mut w = WordFacts::default();
+                let mut prev_lower = false;
+                while let Some(&b) = bytes.get(i) {
+                    if b.is_ascii_alphabetic() {
+                        w.ascii += 1;
+                        if b.is_ascii_uppercase() {
+                            w.upper += 1;
+                            w.humps += u64::from(prev_lower);
+                            prev_lower = false;
+                        } else {
+                            prev_lower = true;
+                        }
+                        i += 1;
+                    } else if b.is_ascii() {
+                        break;
+                    } else if let Some((Class::OtherLetter, l)) = class_at(text, i) {
+                        w.other += 1;
+                        prev_lower = false;
+                        i += l;
+                    } else {
+                        break;
                     }
                 }
-                self.prev_lower = !upper;
+                units += word_cost(w);
             }
-            Class::OtherLetter => {
-                self.other_letters += 1;
-                self.prev_lower = false;
+            Class::Digit => {
+                let start = i;
+                while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+                units += ((i - start) as u64).div_ceil(3) * DIGIT_GROUP;
             }
             Class::Punct => {
-                if self.len > 1 && c != self.last_punct {
-                    self.mixed_punct = true;
+                let (mut n, mut mixed, mut last) = (0u64, false, None);
+                while let Some(&b) = bytes.get(i) {
+                    if !b.is_ascii() || class_of_ascii(b) != Class::Punct {
+                        break;
+                    }
+                    mixed |= last.is_some_and(|l| l != b);
+                    last = Some(b);
+                    n += 1;
+                    i += 1;
                 }
-                self.last_punct = c;
+                pending = Some((Run::Punct, n, mixed));
             }
-            _ => {}
+            Class::Space => {
+                let mut n = 0u64;
+                while let Some((Class::Space, l)) = class_at(text, i) {
+                    n += 1;
+                    i += l;
+                }
+                pending = Some((Run::Spaces, n, false));
+            }
+            Class::Newline => {
+                while let Some((Class::Newline, l)) = class_at(text, i) {
+                    i += l;
+                }
+                units += NEWLINE;
+            }
         }
     }
-
-    /// Prices the current run, knowing which run comes next (`Run::None` at the end or before
-    /// a character priced alone), and resets the run state.
-    fn close(&mut self, next: Run) {
-        let n = self.len;
-        let cost = match self.run {
-            Run::None => 0,
-            Run::Word => self.word_cost(),
-            Run::Digits => n.div_ceil(3) * DIGIT_GROUP,
-            Run::Punct => {
-                if n == 1 && next == Run::Word {
-                    PUNCT_GLUED
-                } else if n > 3 && !self.mixed_punct {
-                    PUNCT_FIRST + n / 8 * PUNCT_REPEAT_8
-                } else {
-                    PUNCT_FIRST + n.saturating_sub(1) * PUNCT_EXTRA
-                }
-            }
-            Run::Spaces => {
-                // One space folds into the word or punctuation after it, and spaces before a
-                // line break into the line-break token.
-                let run = if n > 1 { MULTI_SPACE } else { 0 };
-                match next {
-                    Run::Newlines => 0,
-                    Run::Word | Run::Punct => run,
-                    Run::Digits => run + SPACE_BEFORE_DIGITS,
-                    Run::None | Run::Spaces => MULTI_SPACE,
-                }
-            }
-            Run::Newlines => NEWLINE,
-        };
-        self.units = self.units.saturating_add(cost);
-        *self = Self {
-            units: self.units,
-            ..Self::default()
+    if let Some((run, n, mixed)) = pending {
+        units += match run {
+            Run::Punct => punct_cost(n, mixed, Run::None),
+            _ => spaces_cost(n, Run::None),
         };
     }
-
-    /// Price of the current word.
-    fn word_cost(&self) -> u64 {
-        let mut cost = 0;
-        let ascii = self.ascii_letters;
-        if ascii > 0 {
-            cost += WORD + ascii.saturating_sub(WORD_FREE_LETTERS) * WORD_EXTRA_LETTER;
-            cost += self.humps * CAMEL_HUMP;
-            if ascii > 1 && self.upper_letters == ascii {
-                cost += (ascii - 1) * CAPS_EXTRA_LETTER;
-            }
-        }
-        cost += self.other_letters * OTHER_LETTER;
-        cost.max(WORD)
-    }
-
-    fn finish(mut self) -> u32 {
-        self.close(Run::None);
-        let tokens = self.units.div_ceil(UNIT);
-        u32::try_from(tokens).unwrap_or(u32::MAX)
-    }
+    units
 }
 
 /// Adds up the tokens of one message: [`MESSAGE_OVERHEAD`] plus its text, images and tool
@@ -394,6 +449,130 @@ impl TokenTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The first, character-at-a-time implementation: a reference for the fast one.
+    #[derive(Clone, Debug, Default)]
+    struct Estimator {
+        /// Hundredths of a token for runs already closed.
+        units: u64,
+        run: Run,
+        /// Characters in the current run.
+        len: u64,
+        /// ASCII letters in the current word.
+        ascii_letters: u64,
+        /// Uppercase ASCII letters in the current word.
+        upper_letters: u64,
+        /// Other alphabetic characters in the current word.
+        other_letters: u64,
+        /// Lower-to-upper case changes in the current word (camelCase humps).
+        humps: u64,
+        /// Whether the previous character was a lowercase ASCII letter.
+        prev_lower: bool,
+        /// The previous punctuation character, and whether the run repeats one character.
+        last_punct: char,
+        mixed_punct: bool,
+    }
+
+    impl Estimator {
+        fn feed_str(&mut self, text: &str) {
+            for c in text.chars() {
+                self.feed(c);
+            }
+        }
+
+        fn feed(&mut self, c: char) {
+            let class = classify(c);
+            let run = match class {
+                Class::AsciiLetter { .. } | Class::OtherLetter => Run::Word,
+                Class::Digit => Run::Digits,
+                Class::Punct => Run::Punct,
+                Class::Space => Run::Spaces,
+                Class::Newline => Run::Newlines,
+                Class::Alone(units) => {
+                    self.close(Run::None);
+                    self.units = self.units.saturating_add(units);
+                    return;
+                }
+            };
+            if run != self.run {
+                self.close(run);
+                self.run = run;
+            }
+            self.len = self.len.saturating_add(1);
+            match class {
+                Class::AsciiLetter { upper } => {
+                    self.ascii_letters += 1;
+                    if upper {
+                        self.upper_letters += 1;
+                        if self.prev_lower {
+                            self.humps += 1;
+                        }
+                    }
+                    self.prev_lower = !upper;
+                }
+                Class::OtherLetter => {
+                    self.other_letters += 1;
+                    self.prev_lower = false;
+                }
+                Class::Punct => {
+                    if self.len > 1 && c != self.last_punct {
+                        self.mixed_punct = true;
+                    }
+                    self.last_punct = c;
+                }
+                _ => {}
+            }
+        }
+
+        /// Prices the current run, knowing which run comes next (`Run::None` at the end or before
+        /// a character priced alone), and resets the run state.
+        fn close(&mut self, next: Run) {
+            let n = self.len;
+            let cost = match self.run {
+                Run::None => 0,
+                Run::Word => word_cost(WordFacts {
+                    ascii: self.ascii_letters,
+                    upper: self.upper_letters,
+                    other: self.other_letters,
+                    humps: self.humps,
+                }),
+                Run::Digits => n.div_ceil(3) * DIGIT_GROUP,
+                Run::Punct => punct_cost(n, self.mixed_punct, next),
+                Run::Spaces => spaces_cost(n, next),
+                Run::Newlines => NEWLINE,
+            };
+            self.units = self.units.saturating_add(cost);
+            *self = Self {
+                units: self.units,
+                ..Self::default()
+            };
+        }
+
+        fn finish(mut self) -> u32 {
+            self.close(Run::None);
+            let tokens = self.units.div_ceil(UNIT);
+            u32::try_from(tokens).unwrap_or(u32::MAX)
+        }
+    }
+
+    fn reference(text: &str) -> u32 {
+        let mut est = Estimator::default();
+        est.feed_str(text);
+        est.finish()
+    }
+
+    proptest! {
+        #[test]
+        fn fast_matches_reference(text in "[ a-zA-Z0-9.,:;(){}\\[\\]\"'=_/\\-\t\n\r\u{a0}\u{2028}éßЖ中こ한😀\u{200d}\u{300}✓—]{0,80}") {
+            prop_assert_eq!(estimate_tokens(&text), reference(&text));
+        }
+
+        #[test]
+        fn fast_matches_reference_any(text in any::<String>()) {
+            prop_assert_eq!(estimate_tokens(&text), reference(&text));
+        }
+    }
 
     fn assert_in(text: &str, range: std::ops::RangeInclusive<u32>) {
         let got = estimate_tokens(text);
