@@ -19,11 +19,13 @@
 //! first append after every snapshot copies the whole vector: an agent that snapshots before
 //! each model call pays O(n) per step, which fails the "append stays flat while snapshots are
 //! alive" requirement. The log is instead an `imbl::Vector` (an RRB tree of 64-slot chunks):
-//! clone is O(1) (a pointer copy) and `push_back` on a shared vector copies only the tail chunk
-//! and the path to it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64
-//! reference-count bumps, never a deep copy of payloads or metas. The safe cuts, turn and round
-//! starts and the call-id map live in the same value (`BoundaryIndex`, also `imbl` vectors and a
-//! HAMT), so one clone captures the entries and their indexes consistently.
+//! clone is O(1) and `push_back` on a shared vector copies only the tail chunk and the path to
+//! it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64 reference-count
+//! bumps, never a deep copy of payloads or metas. The safe cuts, turn and round starts and the
+//! call-id map live in the same value (`BoundaryIndex`: `imbl` vectors and a HAMT keyed by
+//! `Arc<str>`, so copying a HAMT node bumps counts instead of allocating), and the whole state
+//! sits behind one more `Arc`: a snapshot is one reference-count bump instead of ~20 (one per
+//! tree root), and the first write after it pays that copy once.
 //!
 //! Generations
 //! -----------
@@ -32,15 +34,27 @@
 //! `[0, upto)` and keeps what came after; if the log was cleared, compacted or had a turn
 //! removed since the snapshot (the generation moved), it refuses and changes nothing. Appends
 //! do not bump the generation: they never invalidate an index below the old length. A fork
-//! keeps the generation of its parent (both start from the same history).
+//! keeps the generation of its parent (both start from the same history). `catch_up` lets a
+//! caller run the O(n) rewrite outside its lock and then replay the appends that raced it.
 //!
 //! Costs
 //! -----
 //! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
 //! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
 //! Boundary queries: binary searches, O(log n) (O(log² n) node visits for `fit_budget`).
-//! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n). Measured numbers are in
-//! the crate's criterion benches (`cargo bench`).
+//! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n).
+//!
+//! Measured (`cargo bench --bench core`, release, 2-core VM; 1k / 10k / 100k entries):
+//!
+//! | operation | 1k | 10k | 100k |
+//! |---|---|---|---|
+//! | push, no live snapshot | 246 ns | 253 ns | 387 ns |
+//! | push, snapshot taken before each push and kept | 607 ns | 640 ns | 782 ns |
+//! | snapshot / fork | 5.7 ns | 5.3 ns | 5.2 ns |
+//! | fork, then push to it | 767 ns | 432 ns | 715 ns |
+//! | `fit_budget(8_000)` | 0.81 µs | 1.08 µs | 1.13 µs |
+//! | `tokens(a, b)` | 27 ns | 47 ns | 109 ns |
+//! | agent step: 4 pushes + snapshot + `fit_budget` | 1.37 µs | 1.71 µs | 2.03 µs |
 
 use std::fmt;
 use std::sync::Arc;
