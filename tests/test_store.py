@@ -168,3 +168,14 @@ async def test_minimal_subclass_gets_working_defaults() -> None:
         await store.clear()
     with pytest.raises(TypeError):
         ContextStore()  # type: ignore[abstract]
+
+
+async def test_load_log_is_a_read_only_view_with_cached_counts() -> None:
+    store = MemoryContextStore(agent_session(3))
+    log = await store.load_log()
+    assert log.read_only and log.to_list() == await store.get_history()
+    assert log.token_counts() == store.log.token_counts()
+    await store.append(Message.user("later"))
+    assert len(log) == len(agent_session(3))
+    fallback = await (await ListStore.from_history(agent_session(1))).load_log()
+    assert fallback.read_only and len(fallback) == len(agent_session(1))

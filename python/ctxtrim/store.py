@@ -11,6 +11,8 @@ The ABC keeps the seed's (axio's) async API so existing agent loops drop in unch
   ``replace_prefix(upto, messages, expected_generation)`` — a compare-and-swap: replaces the
   first ``upto`` messages only if nothing cleared or rewrote the history since the snapshot,
   and keeps every message appended meanwhile. This is how compaction never loses a write.
+- ``load_log()`` — the history as a read-only ``MessageLog`` with its cached token counts,
+  what the trimming strategies work on.
 - ``generation()`` — bumped by ``clear``, ``replace_prefix`` and ``remove_turn``, never by
   ``append``.
 
@@ -114,6 +116,12 @@ class ContextStore(ABC):
         ``expected_generation``; raise :class:`~ctxtrim.errors.StaleGenerationError` if not."""
         raise NotImplementedError(f"{type(self).__name__} does not support replace_prefix()")
 
+    async def load_log(self) -> _core.MessageLog:
+        """The history as a read-only :class:`~ctxtrim.MessageLog` (cached token counts,
+        turns, pair-safe cut queries) for the trimming strategies. Stores that keep token
+        counts hand them over, so nothing is recounted; this fallback counts once."""
+        return _core.MessageLog(await self.get_history()).snapshot()
+
     async def fork(self) -> ContextStore:
         """An independent copy. The fallback copies the history into a memory store."""
         store = MemoryContextStore(await self.get_history())
@@ -204,6 +212,9 @@ class MemoryContextStore(ContextStore):
     def log(self) -> _core.MessageLog:
         """The underlying log (cached token counts, turns, pair-safe cut queries)."""
         return self._log
+
+    async def load_log(self) -> _core.MessageLog:
+        return self._log.snapshot()
 
     async def append(self, message: Message) -> None:
         tokens = None if self._counter is None else self._counter.count_message(message)
