@@ -13,6 +13,7 @@ from __future__ import annotations
 from ctxtrim._core import CtxtrimError, StaleGenerationError
 
 __all__ = [
+    "CompactionError",
     "CtxtrimError",
     "InvalidMessage",
     "InvalidTurnId",
@@ -37,6 +38,24 @@ class InvalidMessage(CtxtrimError, ValueError):
 
 class InvalidTurnId(CtxtrimError, ValueError):
     """A turn id string is not of the form ``"u<number>"`` or ``"a<number>"``."""
+
+
+class CompactionError(CtxtrimError):
+    """A summary for compaction could not be made; the history was not changed.
+
+    ``kind`` says why, for callers that retry on some causes only: ``"timeout"``,
+    ``"rate_limit"``, ``"server_error"``, ``"connection"``, ``"api_error"`` (any other
+    refusal, e.g. a 400), ``"empty_summary"`` or ``"transport_error"`` (the transport raised
+    something else). ``status_code`` is the HTTP status when there was one. The original
+    exception is chained as ``__cause__``.
+    """
+
+    def __init__(
+        self, message: str, *, kind: str = "transport_error", status_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status_code = status_code
 
 
 def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:
