@@ -22,21 +22,35 @@ from ctxtrim.messages import (
     encode_messages,
 )
 from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
+from ctxtrim.strategies import (
+    ContextStrategy,
+    FitContextWindow,
+    InvalidStrategy,
+    KeepLastTurns,
+    Pipeline,
+    TrimReport,
+    TruncateToolOutputs,
+)
 from ctxtrim.tokens import HeuristicTokenCounter, TokenCounter, estimate_tokens
 from ctxtrim.validate import Violation, repair, validate
 
 __all__ = [
     "Block",
     "ContextStore",
+    "ContextStrategy",
     "CtxtrimError",
+    "FitContextWindow",
     "HeuristicTokenCounter",
     "HistorySnapshot",
     "ImageBlock",
     "InvalidMessage",
+    "InvalidStrategy",
     "InvalidTurnId",
+    "KeepLastTurns",
     "MemoryContextStore",
     "Message",
     "MessageLog",
+    "Pipeline",
     "ReasoningBlock",
     "SessionInfo",
     "StaleGenerationError",
@@ -44,6 +58,8 @@ __all__ = [
     "TokenCounter",
     "ToolResultBlock",
     "ToolUseBlock",
+    "TrimReport",
+    "TruncateToolOutputs",
     "TurnId",
     "Usage",
     "Violation",

@@ -1,0 +1,615 @@
+"""Trimming strategies: turn a history into one that fits, without breaking a tool pair.
+
+A strategy is called on a history (``strategy(messages)``) and returns the history to send.
+Every shipped strategy is:
+
+- **synchronous and pure** — it reads its input and returns a new list; nothing is mutated,
+  no state is kept between calls (``describe`` reports what a call would do);
+- **pair-safe** — cuts fall only on indices where no tool use before the cut has its result
+  at or after it, so the output never holds an orphaned result or a call cut from its
+  result (a call still waiting for its result at the very end stays as it was);
+- **head-pinning** — leading system messages and, with ``pin_task=True`` (the default), the
+  first real user message (the task) are always kept, even when an assistant spoke first;
+- **user-first** — with ``start_with_user=True`` (the default) the first message after the
+  system prompt is a user message (Anthropic and Gemini reject anything else);
+- **idempotent** — applying it to its own output changes nothing;
+- **identity-preserving** — when nothing changes, the *same list object* comes back, so an
+  agent loop can skip work with ``out is messages``.
+
+Cut search and token sums run in the Rust core on a :class:`~ctxtrim.MessageLog`: a plain
+list is counted once; ``strategy.apply(log_or_store)`` uses the log's cached counts.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ctxtrim import _core
+from ctxtrim.errors import CtxtrimError
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock
+from ctxtrim.tokens import TokenCounter
+
+__all__ = [
+    "TRUNCATION_MARKER",
+    "ContextStrategy",
+    "FitContextWindow",
+    "InvalidStrategy",
+    "KeepLastTurns",
+    "Pipeline",
+    "TrimReport",
+    "TruncateToolOutputs",
+]
+
+#: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
+TRUNCATION_MARKER = "...[truncated]"
+
+
+class InvalidStrategy(CtxtrimError, ValueError):
+    """A strategy was configured with a value it cannot work with (named in the message)."""
+
+
+# ============================================================================================
+# Reports
+
+
+@dataclass(frozen=True, slots=True)
+class TrimReport:
+    """What applying a strategy to a history drops or changes (``strategy.describe``).
+
+    Indices refer to the input. ``dropped_turns`` counts the real user messages (turn
+    starts) dropped. ``over_budget`` is true when a token budget applies and even the minimum
+    a strategy keeps (the pinned head plus the newest round) is over it.
+    """
+
+    strategy: str
+    messages_before: int
+    messages_after: int
+    dropped: tuple[int, ...]
+    changed: tuple[int, ...]
+    inserted: int
+    dropped_turns: int
+    tokens_before: int
+    tokens_after: int
+    budget: int | None = None
+    over_budget: bool = False
+
+    @property
+    def dropped_messages(self) -> int:
+        """How many input messages are not in the output."""
+        return len(self.dropped)
+
+    @property
+    def changed_messages(self) -> int:
+        """How many kept messages were rewritten in place (clipped, cleared)."""
+        return len(self.changed)
+
+    @property
+    def unchanged(self) -> bool:
+        """True when applying the strategy returns the input list itself."""
+        return not (self.dropped or self.changed or self.inserted)
+
+
+# ============================================================================================
+# Internal plumbing: the input as a log, the pinned head, the outcome of one strategy
+
+
+def _count(counter: TokenCounter | None, message: Message) -> int:
+    return _core.message_tokens(message) if counter is None else counter.count_message(message)
+
+
+class _Input:
+    """A history with its log (cached token counts, cut index) and the caller's list."""
+
+    __slots__ = ("_counts", "counter", "log", "messages")
+
+    def __init__(
+        self, messages: list[Message], log: _core.MessageLog, counter: TokenCounter | None
+    ) -> None:
+        self.messages = messages  # the caller's list itself when given a list
+        self.log = log
+        self.counter = counter
+        self._counts: list[int] | None = None
+
+    @classmethod
+    def of(cls, source: object, counter: TokenCounter | None) -> _Input:
+        if isinstance(source, _core.MessageLog):
+            return cls(source.to_list(), source, counter)
+        log = getattr(source, "log", None)
+        if isinstance(log, _core.MessageLog):  # MemoryContextStore and friends
+            snap = log.snapshot()
+            return cls(snap.to_list(), snap, counter)
+        if isinstance(source, (str, bytes)) or not isinstance(source, Sequence):
+            raise TypeError(
+                "a strategy takes a sequence of Message, a MessageLog or a MemoryContextStore "
+                f"(use `await store.load_log()` for other stores), got {type(source).__name__}"
+            )
+        messages = source if isinstance(source, list) else list(source)
+        tokens = None if counter is None else [counter.count_message(m) for m in messages]
+        return cls(messages, _core.MessageLog(messages, tokens=tokens), counter)
+
+    def counts(self) -> list[int]:
+        if self._counts is None:
+            self._counts = self.log.token_counts()
+        return self._counts
+
+    def count(self, message: Message) -> int:
+        return _count(self.counter, message)
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """The pinned head: ``ranges`` are always kept; the kept suffix starts at ``floor`` or
+    later; ``has_user`` says whether the head already puts a user message first."""
+
+    ranges: tuple[tuple[int, int], ...]
+    floor: int
+    has_user: bool
+
+    def tokens(self, log: _core.MessageLog) -> int:
+        return sum(log.tokens(a, b) for a, b in self.ranges)
+
+
+def _pinned_head(inp: _Input, pin_task: bool) -> _Head:
+    """Leading system messages, plus the task (the first real user message) if pinned.
+
+    The task is pinned on its own (an assistant greeting before it is droppable) unless it
+    answers tool calls made before it: then everything up to the task is kept, since
+    keeping a result without its call would break the pair.
+    """
+    log = inp.log
+    messages = inp.messages
+    s = 0
+    while s < len(messages) and messages[s].role == "system":
+        s += 1
+    task = log.kth_last_turn_start(log.turn_count) if (pin_task and log.turn_count) else None
+    if task is None:
+        return _Head(((0, s),) if s else (), log.safe_cut_at_or_after(s), False)
+    floor = log.safe_cut_at_or_after(task + 1)
+    answered = {r.tool_use_id for r in messages[task].tool_results}
+    if task > s and answered:
+        issued = {u.id for m in messages[s:task] for u in m.tool_uses}
+        if answered & issued:
+            return _Head(((0, floor),), floor, True)
+    ranges = ((0, s), (task, task + 1)) if s else ((task, task + 1),)
+    return _Head(ranges, floor, True)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """A strategy's result: output messages with the input index each came from (``None``
+    for a message the strategy made, e.g. a placeholder), the input indices rewritten in
+    place, and budget facts."""
+
+    messages: list[Message]
+    origin: list[int | None]
+    changed: set[int] = field(default_factory=set)
+    budget: int | None = None
+    over_budget: bool = False
+
+
+def _unchanged(inp: _Input) -> _Outcome:
+    return _Outcome(inp.messages, list(range(len(inp.messages))))
+
+
+def _cut_outcome(inp: _Input, head: _Head, cut: int, over_budget: bool = False) -> _Outcome:
+    """Keep the head ranges and ``messages[cut:]``."""
+    kept: list[int] = []
+    for a, b in head.ranges:
+        kept.extend(range(a, b))
+    kept.extend(range(max(cut, head.floor), len(inp.messages)))
+    if len(kept) == len(inp.messages):
+        out = _unchanged(inp)
+        out.over_budget = over_budget
+        return out
+    msgs = inp.messages
+    return _Outcome([msgs[i] for i in kept], list(kept), over_budget=over_budget)
+
+
+def _user_cut(inp: _Input, cut: int, floor: int, *, forward_first: bool, limit: int) -> int:
+    """Move ``cut`` to a safe cut whose message is a real user message, so the output does
+    not open with an assistant message when no task is pinned. Searches towards ``limit``
+    first when ``forward_first`` (fewer tokens), else backwards down to ``floor`` (keeps
+    more); falls back to the other direction; leaves ``cut`` alone if there is none."""
+    messages = inp.messages
+    n = len(messages)
+    if cut >= n or messages[cut].role != "assistant":
+        return cut
+    log = inp.log
+
+    def is_start(i: int) -> bool:
+        return messages[i].is_real_user and log.is_safe_cut(i)
+
+    forward = next((i for i in range(cut + 1, min(limit, n - 1) + 1) if is_start(i)), None)
+    backward = next((i for i in range(cut - 1, floor - 1, -1) if is_start(i)), None)
+    first, second = (forward, backward) if forward_first else (backward, forward)
+    choice = first if first is not None else second
+    return cut if choice is None else choice
+
+
+def _newest_round_limit(inp: _Input, floor: int) -> int:
+    """The latest cut any strategy makes: the safe cut at or before the newest round."""
+    log = inp.log
+    start = log.kth_last_round_start(1)
+    newest = len(inp.messages) if start is None else start
+    return max(log.safe_cut_at_or_before(newest), log.safe_cut_at_or_after(floor))
+
+
+def _finish(out: _Outcome) -> list[Message]:
+    # Unchanged outcomes carry the input list itself: the caller's list when given one.
+    return out.messages
+
+
+def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
+    n = len(inp.messages)
+    kept = {i for i in out.origin if i is not None}
+    dropped = tuple(i for i in range(n) if i not in kept)
+    msgs = inp.messages
+    counts = inp.counts() if (out.changed or len(kept) < n) else None
+    tokens_before = inp.log.total_tokens
+    if counts is None:
+        tokens_after = tokens_before
+    else:
+        tokens_after = 0
+        for m, o in zip(out.messages, out.origin, strict=True):
+            tokens_after += counts[o] if (o is not None and o not in out.changed) else inp.count(m)
+    return TrimReport(
+        strategy=name,
+        messages_before=n,
+        messages_after=len(out.messages),
+        dropped=dropped,
+        changed=tuple(sorted(out.changed)),
+        inserted=sum(1 for o in out.origin if o is None),
+        dropped_turns=sum(1 for i in dropped if msgs[i].is_real_user),
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        budget=out.budget,
+        over_budget=out.over_budget,
+    )
+
+
+# ============================================================================================
+# The base class
+
+
+class ContextStrategy(ABC):
+    """Base of every strategy: ``strategy(messages)``, ``apply(source)``, ``describe(...)``.
+
+    Subclasses implement ``_run``. ``counter`` (when a strategy has one) counts the tokens
+    of a plain list; a ``MessageLog`` or store brings its own cached counts.
+    """
+
+    counter: TokenCounter | None = None
+
+    @abstractmethod
+    def _run(self, inp: _Input) -> _Outcome: ...
+
+    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        """The trimmed history; ``messages`` itself (same object) if nothing changed."""
+        return self.apply(messages)
+
+    def apply(self, source: Sequence[Message] | _core.MessageLog | object) -> list[Message]:
+        """Apply to a list, a ``MessageLog`` (e.g. ``await store.load_log()``) or a
+        ``MemoryContextStore``; the latter two use the cached per-message token counts."""
+        inp = _Input.of(source, self.counter)
+        return _finish(self._run(inp))
+
+    def describe(self, source: Sequence[Message] | _core.MessageLog | object) -> TrimReport:
+        """What applying the strategy to ``source`` would drop or change; changes nothing."""
+        inp = _Input.of(source, self.counter)
+        return _report(repr(self), inp, self._run(inp))
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidStrategy(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise InvalidStrategy(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidStrategy(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+class _CutStrategy(ContextStrategy):
+    """Shared options of the strategies that drop a prefix."""
+
+    def __init__(self, *, pin_task: bool, start_with_user: bool) -> None:
+        self.pin_task = _check_bool("pin_task", pin_task)
+        self.start_with_user = _check_bool("start_with_user", start_with_user)
+
+    def _options(self) -> str:
+        opts = []
+        if not self.pin_task:
+            opts.append("pin_task=False")
+        if not self.start_with_user:
+            opts.append("start_with_user=False")
+        return "".join(", " + o for o in opts)
+
+    def _settle(
+        self, inp: _Input, head: _Head, cut: int, *, forward_first: bool, limit: int
+    ) -> int:
+        cut = max(cut, head.floor)
+        if self.start_with_user and not head.has_user:
+            cut = _user_cut(inp, cut, head.floor, forward_first=forward_first, limit=limit)
+        return cut
+
+
+# ============================================================================================
+# Cut strategies
+
+
+class KeepLastTurns(_CutStrategy):
+    """Keep the last ``n`` user turns (agent-air, agentflow), plus the pinned head.
+
+    A turn starts at a real user message. If a turn start is not a safe cut (a tool result
+    for an earlier call arrives after it), the cut moves back to the nearest safe one, so a
+    turn is never kept without the call its first results answer.
+    """
+
+    def __init__(self, n: int, *, pin_task: bool = True, start_with_user: bool = True) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self.n = _check_int("n", n, 1)
+
+    def __repr__(self) -> str:
+        return f"KeepLastTurns({self.n}{self._options()})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        start = log.kth_last_turn_start(self.n)
+        if start is None:
+            return _unchanged(inp)
+        head = _pinned_head(inp, self.pin_task)
+        cut = self._settle(
+            inp,
+            head,
+            log.safe_cut_at_or_before(start),
+            forward_first=False,
+            limit=_newest_round_limit(inp, head.floor),
+        )
+        return _cut_outcome(inp, head, cut)
+
+
+class FitContextWindow(_CutStrategy):
+    """The longest pair-safe suffix that fits ``max_tokens - reserve_tokens`` with the head.
+
+    Works on one-task agent loops with hundreds of tool rounds (it cuts between rounds, not
+    only at user turns). When not even the pinned head plus the newest round fits, that
+    minimum is kept and :meth:`describe` reports ``over_budget``. ``counter`` counts a plain
+    list's tokens (the built-in estimate otherwise).
+    """
+
+    def __init__(
+        self,
+        max_tokens: int,
+        *,
+        reserve_tokens: int = 0,
+        counter: TokenCounter | None = None,
+        pin_task: bool = True,
+        start_with_user: bool = True,
+    ) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self.max_tokens = _check_int("max_tokens", max_tokens, 1)
+        self.reserve_tokens = _check_int("reserve_tokens", reserve_tokens, 0)
+        if self.reserve_tokens >= self.max_tokens:
+            raise InvalidStrategy(
+                f"reserve_tokens ({reserve_tokens}) must be less than max_tokens ({max_tokens})"
+            )
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise InvalidStrategy(
+                "counter must implement TokenCounter (count_text and count_message), "
+                f"got {type(counter).__name__}"
+            )
+        self.counter = counter
+
+    @property
+    def budget(self) -> int:
+        """Tokens the kept history may use: ``max_tokens - reserve_tokens``."""
+        return self.max_tokens - self.reserve_tokens
+
+    def __repr__(self) -> str:
+        reserve = f", reserve_tokens={self.reserve_tokens}" if self.reserve_tokens else ""
+        return f"FitContextWindow({self.max_tokens}{reserve}{self._options()})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        budget = self.budget
+        if log.total_tokens <= budget:
+            out = _unchanged(inp)
+            out.budget = budget
+            return out
+        head = _pinned_head(inp, self.pin_task)
+        head_tokens = head.tokens(log)
+        cut, _, _ = log.fit_budget(max(budget - head_tokens, 0), floor=head.floor)
+        limit = _newest_round_limit(inp, head.floor)
+        cut = self._settle(inp, head, cut, forward_first=True, limit=limit)
+        over = head_tokens + log.tokens(max(cut, head.floor)) > budget
+        out = _cut_outcome(inp, head, cut, over_budget=over)
+        out.budget = budget
+        return out
+
+
+# ============================================================================================
+# In-place strategies
+
+# Code points that continue the grapheme before them: cutting just before one would leave a
+# base letter without its accent, or split an emoji sequence (skin tone, ZWJ family, flag).
+_ZWJ = "\u200d"
+
+
+def _continues_grapheme(ch: str) -> bool:
+    cp = ord(ch)
+    return (
+        ch == _ZWJ
+        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
+        or 0xFE00 <= cp <= 0xFE0F  # variation selectors
+        or 0x1F3FB <= cp <= 0x1F3FF  # emoji skin-tone modifiers
+        or 0xE0020 <= cp <= 0xE007F  # emoji tag sequences
+        or 0xE0100 <= cp <= 0xE01EF
+    )
+
+
+def _is_regional(ch: str) -> bool:
+    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
+
+
+def clip_text(text: str, max_chars: int) -> str:
+    """The first ``max_chars`` characters of ``text``, shortened so no grapheme is split.
+
+    Python strings index code points, so UTF-8 is never split; this also avoids cutting a
+    combining accent, a ZWJ emoji sequence, a skin-tone modifier or a flag pair in half.
+    """
+    if len(text) <= max_chars:
+        return text
+    cut = max_chars
+    while cut > 0 and (_continues_grapheme(text[cut]) or text[cut - 1] == _ZWJ):
+        cut -= 1
+    if cut > 0 and _is_regional(text[cut]) and _is_regional(text[cut - 1]):
+        run = 0
+        while cut - run > 0 and _is_regional(text[cut - run - 1]):
+            run += 1
+        if run % 2:  # text[cut - 1] is the first half of a flag
+            cut -= 1
+    return text[:cut]
+
+
+class TruncateToolOutputs(ContextStrategy):
+    """Clip old tool results longer than ``max_chars`` characters, in place (agentix,
+    openai-agents).
+
+    A string result is cut to ``max_chars`` characters (never inside a grapheme) and
+    ``marker`` appended; in a list result each text block is clipped the same way and images
+    are left alone. Results of the last ``keep_recent_turns`` user turns are untouched.
+    Text already ending with ``marker`` that is within ``max_chars + len(marker)`` is
+    skipped, so applying it again changes nothing.
+    """
+
+    def __init__(
+        self, max_chars: int, *, marker: str = TRUNCATION_MARKER, keep_recent_turns: int = 0
+    ) -> None:
+        self.max_chars = _check_int("max_chars", max_chars, 1)
+        if not isinstance(marker, str):
+            raise InvalidStrategy(f"marker must be a str, got {type(marker).__name__}")
+        self.marker = marker
+        self.keep_recent_turns = _check_int("keep_recent_turns", keep_recent_turns, 0)
+
+    def __repr__(self) -> str:
+        recent = f", keep_recent_turns={self.keep_recent_turns}" if self.keep_recent_turns else ""
+        return f"TruncateToolOutputs({self.max_chars}{recent})"
+
+    def _clip(self, text: str) -> str | None:
+        limit = self.max_chars
+        if len(text) <= limit:
+            return None
+        if text.endswith(self.marker) and len(text) <= limit + len(self.marker):
+            return None
+        return clip_text(text, limit) + self.marker
+
+    def _result(self, block: ToolResultBlock) -> ToolResultBlock | None:
+        content = block.content
+        if isinstance(content, str):
+            clipped = self._clip(content)
+            if clipped is None:
+                return None
+            return msgspec.structs.replace(block, content=clipped)
+        new_items: list[object] = []
+        changed = False
+        for item in content:
+            if isinstance(item, TextBlock):
+                clipped = self._clip(item.text)
+                if clipped is not None:
+                    item = TextBlock(clipped)
+                    changed = True
+            new_items.append(item)
+        return msgspec.structs.replace(block, content=tuple(new_items)) if changed else None
+
+    def _run(self, inp: _Input) -> _Outcome:
+        messages = inp.messages
+        end = len(messages)
+        if self.keep_recent_turns:
+            start = inp.log.kth_last_turn_start(self.keep_recent_turns)
+            end = 0 if start is None else start
+        changed: dict[int, Message] = {}
+        for i in range(end):
+            message = messages[i]
+            if message.role != "user":
+                continue
+            blocks = message.content
+            new_blocks: list[object] | None = None
+            for j, block in enumerate(blocks):
+                if type(block) is ToolResultBlock:
+                    clipped = self._result(block)
+                    if clipped is not None:
+                        if new_blocks is None:
+                            new_blocks = list(blocks)
+                        new_blocks[j] = clipped
+            if new_blocks is not None:
+                changed[i] = msgspec.structs.replace(message, content=tuple(new_blocks))
+        if not changed:
+            return _unchanged(inp)
+        out = [changed.get(i, m) for i, m in enumerate(messages)]
+        return _Outcome(out, list(range(len(messages))), set(changed))
+
+
+# ============================================================================================
+# Composition
+
+
+class Pipeline(ContextStrategy):
+    """Run strategies in order, each on the previous one's output (e.g. clip old tool
+    outputs, then fit the window). Token counts carry over between steps; only messages a
+    step rewrote are recounted."""
+
+    def __init__(self, *strategies: ContextStrategy) -> None:
+        for i, s in enumerate(strategies):
+            if not isinstance(s, ContextStrategy):
+                raise InvalidStrategy(
+                    f"Pipeline step {i} must be a ContextStrategy, got {type(s).__name__}"
+                )
+        self.strategies: tuple[ContextStrategy, ...] = strategies
+        # A plain list is counted once, with the first exact counter a step asks for.
+        self.counter = next((s.counter for s in strategies if s.counter is not None), None)
+
+    def __repr__(self) -> str:
+        return f"Pipeline({', '.join(map(repr, self.strategies))})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        total = _unchanged(inp)
+        current = inp
+        for step in self.strategies:
+            out = step._run(current)
+            if out.messages is current.messages:
+                total.budget = out.budget if out.budget is not None else total.budget
+                total.over_budget = out.over_budget
+                continue
+            # Compose: map the step's origins (indices into `current`) back to the input.
+            origin = [None if o is None else total.origin[o] for o in out.origin]
+            changed = {o for o in (total.origin[c] for c in out.changed) if o is not None}
+            changed |= {o for o in origin if o is not None and o in total.changed}
+            total = _Outcome(
+                out.messages,
+                origin,
+                changed,
+                out.budget if out.budget is not None else total.budget,
+                out.over_budget,
+            )
+            current = _next_input(current, out)
+        return total
+
+
+def _next_input(prev: _Input, out: _Outcome) -> _Input:
+    """The log of a step's output, reusing the cached counts of messages it did not touch."""
+    counts = prev.counts()
+    tokens = [
+        counts[o] if (o is not None and o not in out.changed) else prev.count(m)
+        for m, o in zip(out.messages, out.origin, strict=True)
+    ]
+    log = _core.MessageLog(out.messages, tokens=tokens)
+    return _Input(out.messages, log, prev.counter)
