@@ -14,10 +14,14 @@ from ctxtrim._core import CtxtrimError, StaleGenerationError
 
 __all__ = [
     "CompactionError",
+    "CorruptRecordError",
     "CtxtrimError",
     "InvalidMessage",
+    "InvalidSessionId",
     "InvalidTurnId",
+    "MessageTooLarge",
     "StaleGenerationError",
+    "StoreError",
     "stale_generation_error",
 ]
 
@@ -38,6 +42,30 @@ class InvalidMessage(CtxtrimError, ValueError):
 
 class InvalidTurnId(CtxtrimError, ValueError):
     """A turn id string is not of the form ``"u<number>"`` or ``"a<number>"``."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """A message's encoded size is over the store's cap (``max_message_bytes``)."""
+
+
+class InvalidSessionId(CtxtrimError, ValueError):
+    """A session id is not a non-empty ``str`` of valid UTF-8 within the length cap."""
+
+
+class StoreError(CtxtrimError):
+    """A persistent store failed: I/O error, disk full, lock timeout, closed store, a
+    database written by a newer ctxtrim. The operation changed nothing (its transaction
+    was rolled back); the underlying driver error is the ``__cause__``."""
+
+
+class CorruptRecordError(StoreError):
+    """A stored message fails its checksum or does not decode; ``session_id`` and ``seq``
+    name the row. Never skipped silently."""
+
+    def __init__(self, message: str, session_id: str = "", seq: int = -1) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.seq = seq
 
 
 class CompactionError(CtxtrimError):

@@ -1,0 +1,151 @@
+"""Helpers every persistent backend shares: input checks, payload codec, token counts.
+
+Invariants the backends rely on:
+
+* :func:`check_messages` runs before any I/O and either returns the encoded payloads of
+  *all* messages or raises (nothing is stored on error). It accepts only exact
+  :class:`~ctxtrim.Message` instances (already validated at construction), re-checks that
+  each still encodes (a caller could have mutated a ``meta``/``input`` dict after
+  construction) and enforces the size cap.
+* A payload is the message's msgspec JSON (``Message.encode()``): plain text, no class
+  reconstruction on read, NUL and every non-surrogate code point escaped or kept as UTF-8.
+  :func:`payload_checksum` (CRC-32) is stored beside it so a reader can prove a row is whole;
+  :func:`decode_payload` raises :class:`~ctxtrim.errors.CorruptRecordError` instead of
+  skipping a bad row.
+* Session ids are any non-empty ``str`` of valid UTF-8 up to :data:`MAX_SESSION_ID_BYTES`
+  bytes; NUL, ``*``, ``:``, ``}`` are ordinary characters (ids are bound parameters or hashed,
+  never spliced into a query or key pattern).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from ctxtrim import _core
+from ctxtrim.errors import CorruptRecordError, InvalidMessage, InvalidSessionId, MessageTooLarge
+from ctxtrim.messages import Message
+from ctxtrim.store import _preview
+from ctxtrim.tokens import TokenCounter
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "MAX_SESSION_ID_BYTES",
+    "check_limit",
+    "check_max_message_bytes",
+    "check_messages",
+    "check_session_id",
+    "decode_payload",
+    "encode_payload",
+    "payload_checksum",
+    "preview",
+    "token_counts",
+]
+
+#: Default cap on one message's encoded size (JSON bytes): 16 MiB.
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: Cap on a session id's UTF-8 length.
+MAX_SESSION_ID_BYTES = 4096
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def check_session_id(session_id: object) -> str:
+    """Return ``session_id`` if it is a usable id, else raise :class:`InvalidSessionId`."""
+    if not isinstance(session_id, str):
+        raise InvalidSessionId(f"session_id must be a str, got {type(session_id).__name__}")
+    if not session_id:
+        raise InvalidSessionId("session_id must not be empty")
+    try:
+        size = len(session_id.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidSessionId(
+            f"session_id has a lone surrogate at index {e.start}; it cannot be UTF-8"
+        ) from None
+    if size > MAX_SESSION_ID_BYTES:
+        raise InvalidSessionId(
+            f"session_id is {size} bytes of UTF-8, over the cap of {MAX_SESSION_ID_BYTES}"
+        )
+    return session_id
+
+
+def check_max_message_bytes(value: object) -> int:
+    """Validate a ``max_message_bytes`` option (a positive int)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"max_message_bytes must be a positive int, got {value!r}")
+    return value
+
+
+def check_limit(limit: object) -> int | None:
+    """Validate ``get_history``'s ``limit`` (None or an int >= 0)."""
+    if limit is None:
+        return None
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    if limit < 0:
+        raise ValueError(f"limit must be >= 0, got {limit}")
+    return limit
+
+
+def encode_payload(message: object, max_bytes: int, path: str = "message") -> bytes:
+    """The stored form of one message: its JSON bytes. Raises :class:`InvalidMessage` for a
+    non-``Message`` (exact type; subclasses would not decode back as themselves) or a message
+    that no longer encodes, and :class:`MessageTooLarge` over ``max_bytes``."""
+    if type(message) is not Message:
+        raise InvalidMessage(f"expected ctxtrim.Message, got {type(message).__name__}", path)
+    try:
+        data = _ENCODE(message)
+    except Exception as e:  # mutated dict holding a set, a lone surrogate, ...
+        raise InvalidMessage(f"message does not encode as JSON: {e}", path) from None
+    if len(data) > max_bytes:
+        raise MessageTooLarge(
+            f"encoded message is {len(data)} bytes, over the cap of {max_bytes}", path
+        )
+    return data
+
+
+def check_messages(messages: Iterable[object], max_bytes: int) -> list[bytes]:
+    """Encode every message of a batch, or raise naming ``messages[i]`` (nothing stored)."""
+    if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+    return [encode_payload(m, max_bytes, f"messages[{i}]") for i, m in enumerate(messages)]
+
+
+def payload_checksum(data: bytes) -> int:
+    """CRC-32 of a payload (stored beside it; checked on every read)."""
+    return zlib.crc32(data)
+
+
+def decode_payload(
+    data: bytes, *, session_id: str, seq: int, checksum: int | None = None
+) -> Message:
+    """Decode one stored row; raise :class:`CorruptRecordError` naming the row if its
+    checksum does not match or it does not decode as a valid message."""
+    if checksum is not None and zlib.crc32(data) != checksum:
+        raise CorruptRecordError(
+            f"session {session_id!r} message {seq}: checksum mismatch (torn or altered row)",
+            session_id,
+            seq,
+        )
+    try:
+        return Message.decode(data)
+    except Exception as e:
+        raise CorruptRecordError(
+            f"session {session_id!r} message {seq} does not decode: {e}", session_id, seq
+        ) from e
+
+
+def token_counts(messages: Sequence[Message], counter: TokenCounter | None) -> list[int]:
+    """Per-message token counts stored with each row, so a loaded history is never
+    recounted: the exact ``counter`` when given, else the core's estimate."""
+    if counter is None:
+        return [_core.message_tokens(m) for m in messages]
+    return [counter.count_message(m) for m in messages]
+
+
+def preview(history: Iterable[Message]) -> str:
+    """What ``list_sessions`` shows: the first user text, cut to 80 characters. Consumes
+    ``history`` lazily, so a backend can feed it decoded rows one at a time."""
+    return _preview(history)

@@ -1,0 +1,626 @@
+"""`SQLiteContextStore`: the embedded default store, one SQLite file (stdlib ``sqlite3``).
+
+Invariants (each checked by ``tests/test_store_reliability.py`` or the conformance suite):
+
+* **One transaction per write call.** Every write (``append``, ``append_many``, ``clear``,
+  ``replace_prefix``, ``fork``, token updates) runs in one ``BEGIN IMMEDIATE`` transaction:
+  it takes SQLite's write lock *before* reading ``next_seq``, so concurrent writers from any
+  number of processes queue on ``busy_timeout`` instead of failing with "database is locked"
+  the way a deferred read-then-write transaction does. A batch is all-or-nothing, even
+  across ``kill -9``.
+* **Gapless order.** Messages of a session are rows ``(sid, generation, seq)`` with
+  ``seq = 0, 1, 2, ...`` assigned under that lock; history order is ``seq`` order, never a
+  timestamp. Readers read in one transaction, so every history they see is a prefix of
+  every later one within a generation.
+* **Generations.** ``clear`` and ``replace_prefix`` move the session to generation + 1 in the
+  same transaction that rewrites its rows. ``replace_prefix`` is a compare-and-swap on the
+  generation: a stale one raises :class:`~ctxtrim.errors.StaleGenerationError` and changes
+  nothing; rows appended after the snapshot are carried over (copied inside SQLite).
+* **Validated before I/O.** Messages are encoded (and size-capped) in the caller before the
+  transaction starts; a bad one raises :class:`~ctxtrim.errors.InvalidMessage` and nothing is
+  written. Each row stores its payload's CRC-32 and token count; a row that fails its check
+  raises :class:`~ctxtrim.errors.CorruptRecordError` on read, never skipped.
+* **Off the event loop.** Every call runs on the store's own single worker thread, which
+  owns the connection (see the design notes for why not ``asyncio.to_thread``). A cancelled
+  caller does not interrupt a transaction: the worker finishes (commits or rolls back) it.
+* **Durability.** WAL with ``synchronous=FULL`` by default: a returned write survives a
+  process crash *and* power loss. ``synchronous="NORMAL"`` is faster and still survives a
+  process crash, but the last commits may roll back after power loss or an OS crash.
+* **Schema.** Versioned migrations recorded in ``ctxtrim_schema``, applied inside
+  ``BEGIN IMMEDIATE`` so several processes opening a fresh file at once migrate it exactly
+  once; a file written by a newer ctxtrim is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from typing import Any, Literal, TypeVar
+
+from ctxtrim import _core
+from ctxtrim.errors import StoreError, stale_generation_error
+from ctxtrim.messages import Message
+from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
+from ctxtrim.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    check_limit,
+    check_max_message_bytes,
+    check_messages,
+    check_session_id,
+    decode_payload,
+    encode_payload,
+    preview,
+    token_counts,
+)
+from ctxtrim.tokens import TokenCounter
+
+__all__ = ["SCHEMA_VERSION", "SQLiteContextStore"]
+
+_T = TypeVar("_T")
+Synchronous = Literal["NORMAL", "FULL", "EXTRA"]
+_SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+_INT64 = (-(2**63), 2**63 - 1)
+
+#: ``_MIGRATIONS[v]`` takes the schema from version ``v`` to ``v + 1``.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """CREATE TABLE ctxtrim_sessions (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL UNIQUE,
+            generation INTEGER NOT NULL DEFAULT 0,
+            next_seq INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL)""",
+        # The integer ``sid`` keeps rows small whatever the session id's length.
+        """CREATE TABLE ctxtrim_messages (
+            sid INTEGER NOT NULL REFERENCES ctxtrim_sessions(id),
+            generation INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            tokens INTEGER NOT NULL,
+            crc INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            PRIMARY KEY (sid, generation, seq))""",
+    ),
+)
+#: The schema version this ctxtrim writes.
+SCHEMA_VERSION = len(_MIGRATIONS)
+
+_Row = tuple[int, int, int, bytes]  # seq, tokens, crc, payload
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+# --------------------------------------------------------------------------------------------
+# Connection-level helpers. They run on the worker thread only.
+
+
+def _write(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
+    """Run ``body`` in one ``BEGIN IMMEDIATE`` transaction; roll back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(conn)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:  # the connection is broken; the next call will say so
+                pass
+        raise
+    return result
+
+
+def _read(conn: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
+    """Run ``body`` in one read transaction (a consistent WAL snapshot)."""
+    conn.execute("BEGIN")
+    try:
+        return body(conn)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ctxtrim_schema'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute("SELECT version FROM ctxtrim_schema").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    if _schema_version(conn) == SCHEMA_VERSION:  # the common case takes no write lock
+        return
+
+    def body(conn: sqlite3.Connection) -> None:
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        version = _schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{path}: schema version {version} was written by a newer ctxtrim "
+                f"(this one knows up to {SCHEMA_VERSION}); refusing to open it"
+            )
+        if version == 0:
+            conn.execute("CREATE TABLE IF NOT EXISTS ctxtrim_schema (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO ctxtrim_schema (version) VALUES (0)")
+        for v in range(version, SCHEMA_VERSION):
+            for statement in _MIGRATIONS[v]:
+                conn.execute(statement)
+        conn.execute("UPDATE ctxtrim_schema SET version = ?", (SCHEMA_VERSION,))
+
+    _write(conn, body)
+
+
+def _connect(path: str, synchronous: str, busy_timeout: float) -> sqlite3.Connection:
+    # isolation_level=None: no implicit transactions; every transaction here is explicit.
+    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    try:
+        # Switching a fresh file to WAL needs an exclusive lock for a moment and can report
+        # "database is locked" without consulting the busy handler when several processes
+        # open the file at once; retry until the busy timeout.
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+        conn.execute(f"PRAGMA synchronous={synchronous}")  # one of _SYNCHRONOUS, checked
+        _migrate(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _attach(conn: sqlite3.Connection, session_id: str) -> int:
+    """The integer id of ``session_id``'s row, creating the row if needed."""
+    row = conn.execute(
+        "SELECT id FROM ctxtrim_sessions WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    if row is not None:
+        return int(row[0])
+
+    def body(conn: sqlite3.Connection) -> int:
+        conn.execute(
+            "INSERT OR IGNORE INTO ctxtrim_sessions (session_id, created_at) VALUES (?, ?)",
+            (session_id, _now()),
+        )
+        row = conn.execute(
+            "SELECT id FROM ctxtrim_sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        return int(row[0])
+
+    return _write(conn, body)
+
+
+def _head(conn: sqlite3.Connection, sid: int) -> tuple[int, int]:
+    """``(generation, next_seq)`` of a session."""
+    row = conn.execute(
+        "SELECT generation, next_seq FROM ctxtrim_sessions WHERE id = ?", (sid,)
+    ).fetchone()
+    if row is None:  # sessions are never deleted; this means the file was tampered with
+        raise StoreError(f"session row {sid} is missing from the database")
+    return int(row[0]), int(row[1])
+
+
+def _rows(conn: sqlite3.Connection, sid: int, generation: int, start: int) -> list[_Row]:
+    return conn.execute(
+        "SELECT seq, tokens, crc, payload FROM ctxtrim_messages"
+        " WHERE sid = ? AND generation = ? AND seq >= ? ORDER BY seq",
+        (sid, generation, start),
+    ).fetchall()
+
+
+class _Database:
+    """One connection and the single thread that owns it, shared by a store and its forks.
+
+    A single worker thread (rather than ``asyncio.to_thread``'s shared pool) means the
+    connection is only ever touched by the thread that made it, calls on it are serialised
+    without a lock, and an awaited call cannot starve the default executor.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.conn: sqlite3.Connection | None = None
+        self.refs = 1
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxtrim-sqlite")
+
+    def _call(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
+        if self.conn is None:
+            raise StoreError(f"{self.path}: the store is closed")
+        try:
+            return fn(self.conn, *args)
+        except sqlite3.Error as e:
+            raise StoreError(f"{self.path}: sqlite: {e}") from e
+
+    async def run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._call, fn, args)
+
+    async def connect(self, synchronous: str, busy_timeout: float) -> None:
+        def go() -> None:
+            try:
+                self.conn = _connect(self.path, synchronous, busy_timeout)
+            except sqlite3.Error as e:
+                raise StoreError(f"{self.path}: sqlite: {e}") from e
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, go)
+
+    async def release(self) -> None:
+        self.refs -= 1
+        if self.refs > 0:
+            return
+
+        def go() -> None:
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, go)
+        self._executor.shutdown(wait=False)
+
+
+def _check_int64(name: str, value: object) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"{name} is outside the 64-bit range: {value}")
+    return value
+
+
+class SQLiteContextStore(ContextStore):
+    """One session's history in an SQLite file; open it with :meth:`open`.
+
+    Several stores (in one process or many) may use the same file and even the same
+    session at once. ``fork()`` returns a store sharing this one's connection; close every
+    store you open (or use ``async with``). See the module docstring for the guarantees.
+    """
+
+    def __init__(
+        self,
+        db: _Database,
+        sid: int,
+        session_id: str,
+        *,
+        counter: TokenCounter | None,
+        max_message_bytes: int,
+    ) -> None:
+        """Internal: use :meth:`open`."""
+        if not isinstance(db, _Database):
+            raise TypeError("use `await SQLiteContextStore.open(path, session_id)`")
+        self.__dict__["_session_id"] = session_id
+        self._db = db
+        self._sid = sid
+        self._counter = counter
+        self._max_bytes = max_message_bytes
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        session_id: str | None = None,
+        *,
+        synchronous: Synchronous = "FULL",
+        counter: TokenCounter | None = None,
+        busy_timeout: float = 30.0,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> SQLiteContextStore:
+        """Open (creating if needed) the file at ``path`` and the session ``session_id``
+        (a new uuid4 hex when None). ``":memory:"`` gives a private in-memory database.
+
+        ``synchronous``: ``"FULL"`` (default) fsyncs every commit — durable across power
+        loss; ``"NORMAL"`` survives process crashes but may lose the last commits on power
+        loss or an OS crash. ``busy_timeout`` (seconds) is how long a write waits for
+        another writer before raising :class:`~ctxtrim.errors.StoreError`.
+        ``counter`` gives exact token counts (stored with each message, never recounted).
+        """
+        session_id = check_session_id(uuid.uuid4().hex if session_id is None else session_id)
+        sync = synchronous.upper() if isinstance(synchronous, str) else synchronous
+        if sync not in _SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {_SYNCHRONOUS}, got {synchronous!r}")
+        if not isinstance(busy_timeout, (int, float)) or not busy_timeout >= 0:
+            raise ValueError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout}")
+        max_bytes = check_max_message_bytes(max_message_bytes)
+        fspath = os.fspath(path)
+        if not isinstance(fspath, str):
+            raise TypeError(f"path must be str or os.PathLike[str], got {type(path).__name__}")
+        db = _Database(fspath)
+        try:
+            await db.connect(sync, float(busy_timeout))
+            sid = await db.run(_attach, session_id)
+        except BaseException:
+            await db.release()
+            raise
+        return cls(db, sid, session_id, counter=counter, max_message_bytes=max_bytes)
+
+    async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
+        if self._closed:
+            raise StoreError(f"{self._db.path}: the store is closed")
+        return await self._db.run(fn, *args)
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._db.path
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def append(self, message: Message) -> None:
+        payload = encode_payload(message, self._max_bytes)
+        await self._append([payload], token_counts([message], self._counter))
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        payloads = check_messages(messages, self._max_bytes)
+        if payloads:
+            await self._append(payloads, token_counts(messages, self._counter))
+
+    async def _append(self, payloads: list[bytes], counts: list[int]) -> None:
+        sid = self._sid
+
+        def body(conn: sqlite3.Connection) -> None:
+            generation, nxt = _head(conn, sid)
+            conn.executemany(
+                "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, generation, nxt + i, n, zlib.crc32(p), p)
+                    for i, (p, n) in enumerate(zip(payloads, counts, strict=True))
+                ],
+            )
+            conn.execute(
+                "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(payloads), sid)
+            )
+
+        await self._run(_write, body)
+
+    async def clear(self) -> None:
+        sid = self._sid
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM ctxtrim_messages WHERE sid = ?", (sid,))
+            conn.execute(
+                "UPDATE ctxtrim_sessions SET generation = generation + 1, next_seq = 0,"
+                " input_tokens = 0, output_tokens = 0 WHERE id = ?",
+                (sid,),
+            )
+
+        await self._run(_write, body)
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        _check_int64("upto", upto)
+        _check_int64("expected_generation", expected_generation)
+        if upto < 0:
+            raise ValueError(f"upto must be >= 0, got {upto}")
+        payloads = check_messages(messages, self._max_bytes)
+        counts = token_counts(messages, self._counter)
+        sid, k = self._sid, len(payloads)
+
+        def body(conn: sqlite3.Connection) -> None:
+            generation, nxt = _head(conn, sid)
+            if generation != expected_generation:
+                raise stale_generation_error(expected_generation, generation)
+            if upto > nxt:
+                raise IndexError(f"index {upto} out of range for a log of {nxt} messages")
+            new = generation + 1
+            conn.executemany(
+                "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (sid, new, i, n, zlib.crc32(p), p)
+                    for i, (p, n) in enumerate(zip(payloads, counts, strict=True))
+                ],
+            )
+            # The kept tail (including appends made after the caller's snapshot) moves to
+            # the new generation inside SQLite: no payload crosses into Python.
+            conn.execute(
+                "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
+                " SELECT sid, ?, seq - ? + ?, tokens, crc, payload FROM ctxtrim_messages"
+                " WHERE sid = ? AND generation = ? AND seq >= ?",
+                (new, upto, k, sid, generation, upto),
+            )
+            conn.execute(
+                "DELETE FROM ctxtrim_messages WHERE sid = ? AND generation = ?", (sid, generation)
+            )
+            conn.execute(
+                "UPDATE ctxtrim_sessions SET generation = ?, next_seq = ? WHERE id = ?",
+                (new, nxt - upto + k, sid),
+            )
+
+        await self._run(_write, body)
+
+    async def fork(self) -> SQLiteContextStore:
+        """A new session (uuid4 hex id) in the same file with a copy of this history and
+        its token totals, made in one transaction. Rows are copied inside SQLite (no
+        payload passes through Python), so the fork is independent of its parent: clearing
+        or compacting either never touches the other."""
+        sid, child_id = self._sid, uuid.uuid4().hex
+
+        def body(conn: sqlite3.Connection) -> int:
+            generation = _head(conn, sid)[0]
+            cur = conn.execute(
+                "INSERT INTO ctxtrim_sessions (session_id, generation, next_seq, input_tokens,"
+                " output_tokens, created_at) SELECT ?, generation, next_seq, input_tokens,"
+                " output_tokens, ? FROM ctxtrim_sessions WHERE id = ?",
+                (child_id, _now(), sid),
+            )
+            child = cur.lastrowid
+            assert child is not None
+            conn.execute(
+                "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
+                " SELECT ?, generation, seq, tokens, crc, payload FROM ctxtrim_messages"
+                " WHERE sid = ? AND generation = ?",
+                (child, sid, generation),
+            )
+            return child
+
+        child_sid = await self._run(_write, body)
+        self._db.refs += 1
+        return SQLiteContextStore(
+            self._db,
+            child_sid,
+            child_id,
+            counter=self._counter,
+            max_message_bytes=self._max_bytes,
+        )
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        values = (
+            _check_int64("input_tokens", input_tokens),
+            _check_int64("output_tokens", output_tokens),
+        )
+        sid = self._sid
+
+        def body(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE ctxtrim_sessions SET input_tokens = ?, output_tokens = ? WHERE id = ?",
+                (*values, sid),
+            )
+
+        await self._run(_write, body)
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        values = (
+            _check_int64("input_tokens", input_tokens),
+            _check_int64("output_tokens", output_tokens),
+        )
+        sid = self._sid
+
+        def body(conn: sqlite3.Connection) -> None:
+            # One UPDATE: concurrent adders from several processes never lose an increment.
+            conn.execute(
+                "UPDATE ctxtrim_sessions SET input_tokens = input_tokens + ?,"
+                " output_tokens = output_tokens + ? WHERE id = ?",
+                (*values, sid),
+            )
+
+        await self._run(_write, body)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        sid = self._sid
+
+        def body(conn: sqlite3.Connection) -> tuple[int, int]:
+            row = conn.execute(
+                "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"session row {sid} is missing from the database")
+            return int(row[0]), int(row[1])
+
+        return await self._run(body)
+
+    async def generation(self) -> int:
+        sid = self._sid
+        return await self._run(lambda conn: _head(conn, sid)[0])
+
+    async def _load(self, limit: int | None) -> tuple[int, list[Message], list[int]]:
+        sid, session_id = self._sid, self.session_id
+
+        def body(conn: sqlite3.Connection) -> tuple[int, list[Message], list[int]]:
+            generation, nxt = _head(conn, sid)
+            start = 0 if limit is None else max(0, nxt - limit)
+            rows = _rows(conn, sid, generation, start)
+            if len(rows) != nxt - start:  # seq is unique and < next_seq: count = contiguity
+                raise StoreError(
+                    f"session {session_id!r}: rows {start}..{nxt} of generation {generation}"
+                    f" are not contiguous ({len(rows)} found)"
+                )
+            messages = [
+                decode_payload(p, session_id=session_id, seq=seq, checksum=crc)
+                for seq, _, crc, p in rows
+            ]
+            return generation, messages, [r[1] for r in rows]
+
+        return await self._run(_read, body)
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        limit = check_limit(limit)
+        if limit == 0:
+            return []
+        return (await self._load(limit))[1]
+
+    async def snapshot(self) -> HistorySnapshot:
+        generation, messages, _ = await self._load(None)
+        return HistorySnapshot(messages, generation)
+
+    async def load_log(self) -> _core.MessageLog:
+        """The history as a read-only MessageLog, with the token counts stored at append
+        (nothing is recounted)."""
+        _, messages, counts = await self._load(None)
+        return _core.MessageLog(messages, tokens=counts).snapshot()
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session in this file, oldest first."""
+
+        def body(conn: sqlite3.Connection) -> list[SessionInfo]:
+            out = []
+            for sid, name, generation, count, created, tin, tout in conn.execute(
+                "SELECT id, session_id, generation, next_seq, created_at, input_tokens,"
+                " output_tokens FROM ctxtrim_sessions ORDER BY id"
+            ).fetchall():
+
+                def decoded(
+                    sid: int = sid, name: str = name, g: int = generation
+                ) -> Iterator[Message]:
+                    cursor = conn.execute(
+                        "SELECT seq, crc, payload FROM ctxtrim_messages"
+                        " WHERE sid = ? AND generation = ? ORDER BY seq",
+                        (sid, g),
+                    )
+                    for seq, crc, payload in cursor:
+                        yield decode_payload(payload, session_id=name, seq=seq, checksum=crc)
+
+                out.append(SessionInfo(name, count, preview(decoded()), created, tin, tout))
+            return out
+
+        return await self._run(_read, body)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Release this store's share of the connection; idempotent."""
+        if not self._closed:
+            self._closed = True
+            await self._db.release()
+
+    async def __aenter__(self) -> SQLiteContextStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @classmethod
+    async def from_history(cls, history: Sequence[Message]) -> SQLiteContextStore:
+        """A store on a private in-memory database holding ``history`` (axio's
+        constructor shape; use :meth:`open` for a file)."""
+        store = await cls.open(":memory:")
+        try:
+            await store.append_many(history)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    def __repr__(self) -> str:
+        return f"SQLiteContextStore({self._db.path!r}, session_id={self.session_id!r})"
