@@ -14,6 +14,7 @@ from ctxtrim._core import CtxtrimError, StaleGenerationError
 
 __all__ = [
     "CompactionError",
+    "CompactionSettingsError",
     "CorruptRecordError",
     "CtxtrimError",
     "InvalidMessage",
@@ -84,6 +85,11 @@ class CompactionError(CtxtrimError):
         super().__init__(message)
         self.kind = kind
         self.status_code = status_code
+
+
+class CompactionSettingsError(CtxtrimError, ValueError):
+    """A compaction setting is out of range (``keep_recent=-1``, ``threshold=1.5``, an
+    empty model name...); the message names the setting and the value."""
 
 
 def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:
