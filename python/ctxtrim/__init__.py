@@ -8,7 +8,16 @@ call cut from its result.
 """
 
 from ctxtrim._core import MessageLog, TurnId, __version__
-from ctxtrim.errors import CtxtrimError, InvalidMessage, InvalidTurnId, StaleGenerationError
+from ctxtrim.errors import (
+    CorruptRecordError,
+    CtxtrimError,
+    InvalidMessage,
+    InvalidSessionId,
+    InvalidTurnId,
+    MessageTooLarge,
+    StaleGenerationError,
+    StoreError,
+)
 from ctxtrim.messages import (
     Block,
     ImageBlock,
@@ -22,6 +31,7 @@ from ctxtrim.messages import (
     encode_messages,
 )
 from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
+from ctxtrim.stores import SQLiteContextStore
 from ctxtrim.strategies import (
     ContextStrategy,
     FitContextWindow,
@@ -38,22 +48,27 @@ __all__ = [
     "Block",
     "ContextStore",
     "ContextStrategy",
+    "CorruptRecordError",
     "CtxtrimError",
     "FitContextWindow",
     "HeuristicTokenCounter",
     "HistorySnapshot",
     "ImageBlock",
     "InvalidMessage",
+    "InvalidSessionId",
     "InvalidStrategy",
     "InvalidTurnId",
     "KeepLastTurns",
     "MemoryContextStore",
     "Message",
     "MessageLog",
+    "MessageTooLarge",
     "Pipeline",
     "ReasoningBlock",
+    "SQLiteContextStore",
     "SessionInfo",
     "StaleGenerationError",
+    "StoreError",
     "TextBlock",
     "TokenCounter",
     "ToolResultBlock",
