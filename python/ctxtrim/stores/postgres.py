@@ -1,0 +1,548 @@
+"""`PostgresContextStore`: a conversation history in PostgreSQL ≥ 14
+(``pip install 'ctxtrim[postgres]'``: psycopg 3 and its async connection pool).
+
+Schema (created by versioned migrations, see :data:`MIGRATIONS`)::
+
+    ctxtrim_schema(version)                     applied migrations
+    ctxtrim_sessions(session_id PK, generation, first_seq, next_seq,
+                     input_tokens, output_tokens, created_at, updated_at)
+    ctxtrim_messages(session_id, seq, message_id, tokens, checksum, payload text,
+                     PK (session_id, seq), UNIQUE (session_id, message_id))
+
+Invariants:
+
+* A session's messages occupy the gapless seq range ``[first_seq, next_seq)``. An append
+  takes the session row lock with ``INSERT … ON CONFLICT DO UPDATE SET next_seq = next_seq + n
+  RETURNING`` and inserts its rows in the same statement, so appends of one session are
+  serialised and numbered in commit order (a reader only ever sees a prefix of the final
+  history); other sessions never wait. A batch is one statement: all or nothing.
+* ``clear`` and ``replace_prefix`` bump ``generation`` under the same row lock;
+  ``replace_prefix`` is a compare-and-swap on it and keeps every row after ``upto`` (the
+  new prefix takes the seqs just below the kept rows).
+* Payloads are the message's JSON as ``text`` (never ``jsonb``, which cannot hold U+0000: a
+  NUL travels JSON-escaped as ``\\u0000``), with a CRC-32 checked on every read and the token
+  count used by ``load_log()``. Session ids and everything else are bound parameters; no
+  identifier is ever built from input.
+* Migrations run under ``pg_advisory_xact_lock`` in one transaction, so any number of
+  processes may open a fresh database at once; a database migrated by a newer ctxtrim is
+  refused rather than written.
+"""
+
+from __future__ import annotations
+
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ctxtrim import _core
+from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
+from ctxtrim.messages import Message
+from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
+from ctxtrim.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    check_limit,
+    check_max_message_bytes,
+    check_messages,
+    check_session_id,
+    decode_payload,
+    payload_checksum,
+    preview,
+    token_counts,
+)
+from ctxtrim.tokens import TokenCounter
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "PostgresContextStore needs psycopg 3 and psycopg-pool: pip install 'ctxtrim[postgres]'"
+    ) from e
+
+__all__ = ["MIGRATIONS", "PostgresContextStore"]
+
+#: Schema migrations; entry ``i`` takes the database to version ``i + 1``. Append only.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE ctxtrim_sessions (
+        session_id    text PRIMARY KEY,
+        generation    bigint NOT NULL DEFAULT 0,
+        first_seq     bigint NOT NULL DEFAULT 0,
+        next_seq      bigint NOT NULL DEFAULT 0,
+        input_tokens  bigint NOT NULL DEFAULT 0,
+        output_tokens bigint NOT NULL DEFAULT 0,
+        created_at    timestamptz NOT NULL DEFAULT now(),
+        updated_at    timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE TABLE ctxtrim_messages (
+        session_id text NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
+        seq        bigint NOT NULL,
+        message_id text,
+        tokens     integer NOT NULL,
+        checksum   bigint NOT NULL,
+        payload    text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    CREATE UNIQUE INDEX ctxtrim_messages_id ON ctxtrim_messages (session_id, message_id)
+        WHERE message_id IS NOT NULL;
+    """,
+)
+
+# An arbitrary constant: the advisory lock every ctxtrim migrator takes ("ctxtrim" in hex).
+_MIGRATION_LOCK = 0x637478747269_6D
+
+# Take (or create) the session row lock and reserve n seqs, then insert the batch at them.
+_APPEND_SQL = """
+WITH s AS (
+    INSERT INTO ctxtrim_sessions AS t (session_id, next_seq) VALUES (%(sid)s, %(n)s)
+    ON CONFLICT (session_id) DO UPDATE
+        SET next_seq = t.next_seq + %(n)s, updated_at = now()
+    RETURNING t.next_seq - %(n)s AS base
+)
+INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens, checksum, payload)
+SELECT %(sid)s, s.base + m.i - 1, m.mid, m.tok, m.crc, m.payload
+FROM s, unnest(%(mids)s::text[], %(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
+    WITH ORDINALITY AS m(mid, tok, crc, payload, i)
+"""
+
+_migrated: weakref.WeakSet[AsyncConnectionPool] = weakref.WeakSet()
+
+
+def _store_error(e: BaseException) -> StoreError:
+    if isinstance(e, (psycopg.OperationalError, PoolTimeout)):
+        return StoreError(f"PostgreSQL is unreachable: {e}")
+    return StoreError(f"PostgreSQL error: {e}")
+
+
+@asynccontextmanager
+async def _mapped() -> AsyncIterator[None]:
+    """Turn driver errors into :class:`StoreError` (the driver's error is the cause)."""
+    try:
+        yield
+    except (psycopg.Error, PoolTimeout) as e:
+        raise _store_error(e) from e
+
+
+async def migrate(conn: psycopg.AsyncConnection[Any]) -> int:
+    """Bring the schema to the latest version under the migration advisory lock; returns
+    the version. Raises :class:`StoreError` if the database is newer than this library."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS ctxtrim_schema (version integer PRIMARY KEY)"
+        )
+        cur = await conn.execute("SELECT coalesce(max(version), 0) FROM ctxtrim_schema")
+        row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"the database schema is version {version}; this ctxtrim knows up to "
+                f"{len(MIGRATIONS)} — upgrade ctxtrim"
+            )
+        for v in range(version, len(MIGRATIONS)):
+            await conn.execute(MIGRATIONS[v])  # constants only: nothing from input
+            await conn.execute("INSERT INTO ctxtrim_schema (version) VALUES (%s)", (v + 1,))
+    return len(MIGRATIONS)
+
+
+class _Shared:
+    """The pool shared by a store and its forks; closed with the last of them if owned."""
+
+    def __init__(self, pool: AsyncConnectionPool, owned: bool) -> None:
+        self.pool = pool
+        self.owned = owned
+        self.users = 1
+
+    async def release(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.owned:
+            await self.pool.close()
+
+
+class PostgresContextStore(ContextStore):
+    """A session's history in PostgreSQL. Create with :meth:`open`; any number of processes
+    may open the same session and append concurrently.
+
+    ``pool`` is an open ``psycopg_pool.AsyncConnectionPool`` to share (the store then never
+    closes it); otherwise the store opens its own small pool on ``dsn``. ``counter`` is an
+    exact token counter (called once per appended message; the count is stored with it).
+    """
+
+    _shared: _Shared
+    _counter: TokenCounter | None
+    _max_bytes: int
+    _closed: bool
+
+    def __init__(self) -> None:
+        raise TypeError("use `await PostgresContextStore.open(dsn, session_id)`")
+
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        session_id: str | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        pool: AsyncConnectionPool | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        connect_timeout: float = 10.0,
+        max_connections: int = 4,
+    ) -> PostgresContextStore:
+        """Connect, run any missing migrations (under the advisory lock) and return the
+        store. Raises :class:`~ctxtrim.errors.StoreError` (cause: the driver's error) when
+        the server cannot be reached."""
+        sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
+        check_max_message_bytes(max_message_bytes)
+        owned = pool is None
+        if pool is None:
+            # One direct connection first: it fails fast with the real reason (refused,
+            # auth, unknown database), where a pool would only time out.
+            async with _mapped():
+                conn = await psycopg.AsyncConnection.connect(
+                    dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+                )
+                try:
+                    await migrate(conn)
+                finally:
+                    await conn.close()
+            pool = AsyncConnectionPool(
+                dsn,
+                min_size=1,
+                max_size=max_connections,
+                kwargs={"autocommit": True},
+                timeout=connect_timeout,
+                open=False,
+            )
+            async with _mapped():
+                await pool.open(wait=True, timeout=connect_timeout)
+            _migrated.add(pool)
+        elif pool not in _migrated:
+            async with _mapped(), pool.connection() as conn:
+                await conn.set_autocommit(True)
+                await migrate(conn)
+            _migrated.add(pool)
+        return cls._make(_Shared(pool, owned), sid, counter, max_message_bytes)
+
+    @classmethod
+    def _make(
+        cls, shared: _Shared, session_id: str, counter: TokenCounter | None, max_bytes: int
+    ) -> PostgresContextStore:
+        self = cls.__new__(cls)
+        self.__dict__["_session_id"] = session_id
+        self._shared = shared
+        self._counter = counter
+        self._max_bytes = max_bytes
+        self._closed = False
+        return self
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        if self._closed:
+            raise StoreError("the store is closed")
+        async with _mapped(), self._shared.pool.connection() as conn:
+            if not conn.autocommit:  # a caller's pool may not be in autocommit mode
+                await conn.set_autocommit(True)
+            yield conn
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def append(self, message: Message) -> None:
+        await self.append_many([message])
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        """Append atomically. A message whose ``id`` is already stored with the same content
+        is skipped (a retried append); with different content the whole batch is refused
+        with :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        messages = list(messages)
+        payloads = check_messages(messages, self._max_bytes)
+        counts = token_counts(messages, self._counter)
+        texts = [p.decode("utf-8") for p in payloads]
+        by_id: dict[str, str] = {}
+        for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
+            if m.id is not None and by_id.setdefault(m.id, text) != text:
+                raise InvalidMessage(
+                    f"id {m.id!r} appears twice in the batch with different content",
+                    f"messages[{i}].id",
+                )
+        if not messages:
+            return
+        for attempt in range(5):
+            keep = list(range(len(messages)))
+            async with self._conn() as conn:
+                if by_id:
+                    cur = await conn.execute(
+                        "SELECT message_id, payload FROM ctxtrim_messages"
+                        " WHERE session_id = %s AND message_id = ANY(%s)",
+                        (self.session_id, list(by_id)),
+                    )
+                    stored = dict(await cur.fetchall())
+                    for i, m in enumerate(messages):
+                        if m.id in stored and stored[m.id] != texts[i]:
+                            raise InvalidMessage(
+                                f"id {m.id!r} is already stored with different content",
+                                f"messages[{i}].id",
+                            )
+                    seen: set[str] = set()
+                    keep = []
+                    for i, m in enumerate(messages):
+                        if m.id is None:
+                            keep.append(i)
+                        elif m.id not in stored and m.id not in seen:
+                            seen.add(m.id)
+                            keep.append(i)
+                    if not keep:
+                        return
+                try:
+                    await conn.execute(
+                        _APPEND_SQL,
+                        {
+                            "sid": self.session_id,
+                            "n": len(keep),
+                            "mids": [messages[i].id for i in keep],
+                            "toks": [counts[i] for i in keep],
+                            "crcs": [payload_checksum(payloads[i]) for i in keep],
+                            "payloads": [texts[i] for i in keep],
+                        },
+                    )
+                    return
+                except pg_errors.UniqueViolation:
+                    # A concurrent append stored one of these ids after our check (the
+                    # statement rolled back whole): check again.
+                    if attempt == 4:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def clear(self) -> None:
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions AS t (session_id, generation) VALUES (%s, 1)"
+                " ON CONFLICT (session_id) DO UPDATE SET generation = t.generation + 1,"
+                " first_seq = t.next_seq, input_tokens = 0, output_tokens = 0,"
+                " updated_at = now()",
+                (self.session_id,),
+            )
+            await conn.execute(
+                "DELETE FROM ctxtrim_messages WHERE session_id = %s", (self.session_id,)
+            )
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        if not isinstance(upto, int) or isinstance(upto, bool) or upto < 0:
+            raise ValueError(f"upto must be an int >= 0, got {upto!r}")
+        messages = list(messages)
+        payloads = check_messages(messages, self._max_bytes)
+        counts = token_counts(messages, self._counter)
+        sid = self.session_id
+        async with self._conn() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                (sid,),
+            )
+            cur = await conn.execute(
+                "SELECT generation, first_seq, next_seq FROM ctxtrim_sessions"
+                " WHERE session_id = %s FOR UPDATE",
+                (sid,),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            generation, first, nxt = row
+            if generation != expected_generation:
+                raise stale_generation_error(expected_generation, generation)
+            if upto > nxt - first:
+                raise IndexError(
+                    f"upto {upto} is past the end of a history of {nxt - first} messages"
+                )
+            cut = first + upto
+            new_first = cut - len(messages)
+            await conn.execute(
+                "DELETE FROM ctxtrim_messages WHERE session_id = %s AND seq < %s", (sid, cut)
+            )
+            if messages:
+                await conn.execute(
+                    "INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens,"
+                    " checksum, payload) SELECT %s, %s + m.i - 1, m.mid, m.tok, m.crc, m.payload"
+                    " FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])"
+                    " WITH ORDINALITY AS m(mid, tok, crc, payload, i)",
+                    (
+                        sid,
+                        new_first,
+                        [m.id for m in messages],
+                        counts,
+                        [payload_checksum(p) for p in payloads],
+                        [p.decode("utf-8") for p in payloads],
+                    ),
+                )
+            await conn.execute(
+                "UPDATE ctxtrim_sessions SET generation = generation + 1, first_seq = %s,"
+                " updated_at = now() WHERE session_id = %s",
+                (new_first, sid),
+            )
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        async with self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
+                " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
+                " input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens",
+                (self.session_id, int(input_tokens), int(output_tokens)),
+            )
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        async with self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
+                " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
+                " input_tokens = t.input_tokens + EXCLUDED.input_tokens,"
+                " output_tokens = t.output_tokens + EXCLUDED.output_tokens",
+                (self.session_id, int(input_tokens), int(output_tokens)),
+            )
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _decode(self, rows: Sequence[tuple[Any, ...]]) -> tuple[list[Message], list[int]]:
+        """Rows of (seq, tokens, checksum, payload) → messages and their token counts."""
+        messages, counts = [], []
+        for seq, tokens, checksum, payload in rows:
+            data = payload.encode("utf-8")
+            messages.append(
+                decode_payload(data, session_id=self.session_id, seq=seq, checksum=checksum)
+            )
+            counts.append(tokens)
+        return messages, counts
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        limit = check_limit(limit)
+        if limit == 0:
+            return []
+        async with self._conn() as conn:
+            if limit is None:
+                cur = await conn.execute(
+                    "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                    " WHERE session_id = %s ORDER BY seq",
+                    (self.session_id,),
+                )
+                rows = await cur.fetchall()
+            else:
+                cur = await conn.execute(
+                    "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                    " WHERE session_id = %s ORDER BY seq DESC LIMIT %s",
+                    (self.session_id, limit),
+                )
+                rows = (await cur.fetchall())[::-1]
+        return self._decode(rows)[0]
+
+    async def _read_all(self) -> tuple[int, list[Message], list[int]]:
+        """Generation and history from one statement (one MVCC snapshot)."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT s.generation, m.seq, m.tokens, m.checksum, m.payload"
+                " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
+                " ON m.session_id = s.session_id WHERE s.session_id = %s ORDER BY m.seq",
+                (self.session_id,),
+            )
+            rows = await cur.fetchall()
+        if not rows:
+            return 0, [], []
+        generation = int(rows[0][0])
+        messages, counts = self._decode([r[1:] for r in rows if r[1] is not None])
+        return generation, messages, counts
+
+    async def snapshot(self) -> HistorySnapshot:
+        generation, messages, _ = await self._read_all()
+        return HistorySnapshot(messages, generation)
+
+    async def generation(self) -> int:
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT generation FROM ctxtrim_sessions WHERE session_id = %s",
+                (self.session_id,),
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def load_log(self) -> _core.MessageLog:
+        """The history with the token counts stored beside each message (no recount)."""
+        _, messages, counts = await self._read_all()
+        return _core.MessageLog(messages, tokens=counts).snapshot()
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s",
+                (self.session_id,),
+            )
+            row = await cur.fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    async def fork(self) -> PostgresContextStore:
+        """A new session (uuid4 hex id) holding a copy of this history, its generation,
+        token totals and stored ids — one transaction, copied inside the server."""
+        child_id = uuid.uuid4().hex
+        async with self._conn() as conn, conn.transaction():
+            # The parent's row lock: no append or rewrite lands between the two copies.
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                (self.session_id,),
+            )
+            await conn.execute(
+                "INSERT INTO ctxtrim_sessions (session_id, generation, first_seq, next_seq,"
+                " input_tokens, output_tokens) SELECT %s, generation, first_seq, next_seq,"
+                " input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
+                " FOR UPDATE",
+                (child_id, self.session_id),
+            )
+            await conn.execute(
+                "INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens, checksum,"
+                " payload) SELECT %s, seq, message_id, tokens, checksum, payload"
+                " FROM ctxtrim_messages WHERE session_id = %s",
+                (child_id, self.session_id),
+            )
+        self._shared.users += 1
+        return self._make(self._shared, child_id, self._counter, self._max_bytes)
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session in the database, oldest first."""
+        async with self._conn() as conn:
+            cur = await conn.execute(
+                "SELECT session_id, next_seq - first_seq, created_at, input_tokens,"
+                " output_tokens FROM ctxtrim_sessions ORDER BY created_at, session_id"
+            )
+            sessions = await cur.fetchall()
+            out = []
+            for sid, count, created, tin, tout in sessions:
+                text = ""
+                if count:
+                    cur = await conn.execute(
+                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                        ' WHERE session_id = %s AND payload LIKE \'{"role":"user"%%\''
+                        " ORDER BY seq LIMIT 16",
+                        (sid,),
+                    )
+                    rows = await cur.fetchall()
+                    text = preview(
+                        decode_payload(p.encode("utf-8"), session_id=sid, seq=s, checksum=c)
+                        for s, _, c, p in rows
+                    )
+                out.append(
+                    SessionInfo(
+                        session_id=sid,
+                        message_count=int(count),
+                        preview=text,
+                        created_at=created.isoformat(),
+                        input_tokens=int(tin),
+                        output_tokens=int(tout),
+                    )
+                )
+        return out
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._shared.release()
+
+    def __repr__(self) -> str:
+        return f"PostgresContextStore(session_id={self.session_id!r})"

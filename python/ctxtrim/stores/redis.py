@@ -1,0 +1,574 @@
+"""`RedisContextStore`: a conversation history in Redis ≥ 7 (``pip install 'ctxtrim[redis]'``).
+
+Layout, for a session id ``sid`` under the required prefix ``P`` (``h`` = sha256 hex of the
+UTF-8 id, so no id can be spelled to reach another session's keys, and the ``{h}`` hash tag
+keeps one session's keys in one cluster slot)::
+
+    P:{h}:meta   hash   sid, gen, created (ms), in, out
+    P:{h}:log    list   one entry per message: b"<crc32> <tokens> <json>"
+    P:{h}:ids    hash   client message id -> sha256 of its payload (idempotent retries)
+    P:sessions   zset   raw session id -> created ms (``list_sessions``; never ``KEYS``/``SCAN``)
+
+Invariants:
+
+* Every write is one Lua script on one session's keys, so it is atomic (Redis runs a script
+  with no other command in between, and AOF logs it as one unit): a batch is stored whole or
+  not at all, appends are ordered by the server, and a replay after a lost acknowledgement
+  stores nothing twice (a message ``id`` already stored with the same payload is skipped; with
+  a different payload the batch is refused).
+* The history is the list, in order; ``gen`` is bumped by ``clear`` and ``replace_prefix``
+  (a compare-and-swap on ``gen`` that keeps the entries after ``upto``), never by appends.
+* Messages are validated and encoded before any I/O; every entry carries its CRC-32 and token
+  count, so a read proves each message whole and ``load_log()`` never recounts.
+* Durability is the server's: with ``appendonly yes`` + ``appendfsync always`` an
+  acknowledged write survives ``kill -9`` of the server; ``everysec`` may lose the last second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Sequence
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from ctxtrim import _core
+from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
+from ctxtrim.messages import Message
+from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
+from ctxtrim.stores._common import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    check_limit,
+    check_max_message_bytes,
+    check_messages,
+    check_session_id,
+    decode_payload,
+    payload_checksum,
+    preview,
+    token_counts,
+)
+from ctxtrim.tokens import TokenCounter
+
+try:
+    import redis.asyncio as aioredis
+    import redis.exceptions as redis_errors
+except ImportError as e:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "RedisContextStore needs the redis client: pip install 'ctxtrim[redis]'"
+    ) from e
+
+__all__ = ["RedisContextStore"]
+
+_T = TypeVar("_T")
+_PREFIX_RE = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
+_CHUNK = 1000  # Lua's unpack() has a stack limit; push in chunks this size
+_PREVIEW_SCAN = 32
+
+# Shared prologue: create the meta hash on first write, refresh the TTL on every write.
+# KEYS: meta, log, ids.  ARGV[1] sid, ARGV[2] now ms, ARGV[3] ttl ms (0 = none).
+_PROLOGUE = """
+local meta, log, ids = KEYS[1], KEYS[2], KEYS[3]
+local created = 0
+if redis.call('EXISTS', meta) == 0 then
+  redis.call('HSET', meta, 'sid', ARGV[1], 'gen', 0, 'created', ARGV[2], 'in', 0, 'out', 0)
+  created = 1
+end
+local function ttl()
+  local ms = tonumber(ARGV[3])
+  if ms > 0 then
+    redis.call('PEXPIRE', meta, ms); redis.call('PEXPIRE', log, ms)
+    redis.call('PEXPIRE', ids, ms)
+  end
+end
+local function push(entries, first, last)
+  local i = first
+  while i <= last do
+    local j = math.min(i + 999, last)
+    redis.call('RPUSH', log, unpack(entries, i, j))
+    i = j + 1
+  end
+end
+"""
+
+# ARGV[4] = n, then (id or "", payload sha256, entry) per message.
+# Returns {created, stored, length} or {-1, index} when an id is stored with another payload.
+_APPEND = (
+    _PROLOGUE
+    + """
+local n = tonumber(ARGV[4])
+local entries, fresh = {}, {}
+for i = 0, n - 1 do
+  local mid, digest = ARGV[5 + 3 * i], ARGV[6 + 3 * i]
+  local keep = true
+  if mid ~= '' then
+    local old = fresh[mid] or redis.call('HGET', ids, mid)
+    if old then
+      if old ~= digest then
+        if created == 1 then redis.call('DEL', meta) end
+        return {-1, i}
+      end
+      keep = false
+    else
+      fresh[mid] = digest
+    end
+  end
+  if keep then entries[#entries + 1] = ARGV[7 + 3 * i] end
+end
+for mid, digest in pairs(fresh) do redis.call('HSET', ids, mid, digest) end
+push(entries, 1, #entries)
+ttl()
+return {created, #entries, redis.call('LLEN', log)}
+"""
+)
+
+_CLEAR = (
+    _PROLOGUE
+    + """
+redis.call('DEL', log, ids)
+redis.call('HSET', meta, 'in', 0, 'out', 0)
+local gen = redis.call('HINCRBY', meta, 'gen', 1)
+ttl()
+return {created, gen}
+"""
+)
+
+# ARGV[4] upto, ARGV[5] expected gen, ARGV[6..] entries.
+# Returns {created, new gen} or {-2, gen} (stale) or {-3, length} (upto out of range).
+_REPLACE = (
+    _PROLOGUE
+    + """
+local upto, expected = tonumber(ARGV[4]), tonumber(ARGV[5])
+local gen = tonumber(redis.call('HGET', meta, 'gen'))
+if gen ~= expected then
+  if created == 1 then redis.call('DEL', meta) end
+  return {-2, gen}
+end
+local len = redis.call('LLEN', log)
+if upto > len then
+  if created == 1 then redis.call('DEL', meta) end
+  return {-3, len}
+end
+if upto > 0 then redis.call('LTRIM', log, upto, -1) end
+local last = #ARGV
+while last >= 6 do
+  local first = math.max(6, last - 999)
+  local chunk = {}
+  for k = last, first, -1 do chunk[#chunk + 1] = ARGV[k] end
+  redis.call('LPUSH', log, unpack(chunk))
+  last = first - 1
+end
+gen = redis.call('HINCRBY', meta, 'gen', 1)
+ttl()
+return {created, gen}
+"""
+)
+
+# ARGV[4] 'set' | 'add', ARGV[5] in, ARGV[6] out.
+_TOKENS = (
+    _PROLOGUE
+    + """
+if ARGV[4] == 'set' then
+  redis.call('HSET', meta, 'in', ARGV[5], 'out', ARGV[6])
+else
+  redis.call('HINCRBY', meta, 'in', ARGV[5]); redis.call('HINCRBY', meta, 'out', ARGV[6])
+end
+ttl()
+return {created}
+"""
+)
+
+# A new session holding a copy: ARGV[4] gen, [5] in, [6] out, [7] number of id pairs,
+# then the id/digest pairs, then the entries. Refuses ({-4}) if the session already exists.
+_FORK = (
+    """
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
+  return {-4}
+end
+"""
+    + _PROLOGUE
+    + """
+redis.call('HSET', meta, 'gen', ARGV[4], 'in', ARGV[5], 'out', ARGV[6])
+local pairs_n = tonumber(ARGV[7])
+local i = 8
+while i < 8 + 2 * pairs_n do
+  redis.call('HSET', ids, ARGV[i], ARGV[i + 1]); i = i + 2
+end
+push(ARGV, i, #ARGV)
+ttl()
+return {created}
+"""
+)
+
+
+def _key_base(prefix: str, session_id: str) -> str:
+    digest = hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+    return f"{prefix}:{{{digest}}}"
+
+
+def _entry(payload: bytes, tokens: int) -> bytes:
+    return b"%d %d %s" % (payload_checksum(payload), tokens, payload)
+
+
+def _split_entry(raw: bytes | str, session_id: str, index: int) -> tuple[Message, int]:
+    if isinstance(raw, str):  # only if a caller's client decodes responses
+        raw = raw.encode("utf-8")
+    try:
+        crc, tokens, payload = raw.split(b" ", 2)
+        checksum, count = int(crc), int(tokens)
+    except ValueError:
+        return decode_payload(raw, session_id=session_id, seq=index, checksum=-1), 0
+    return decode_payload(payload, session_id=session_id, seq=index, checksum=checksum), count
+
+
+def _iso(ms: bytes | int | None) -> str:
+    return datetime.fromtimestamp(int(ms or 0) / 1000, timezone.utc).isoformat()
+
+
+class _Shared:
+    """One client shared by a store and its forks; closed when the last of them closes."""
+
+    def __init__(self, client: aioredis.Redis, owned: bool) -> None:
+        self.client = client
+        self.owned = owned
+        self.users = 1
+        self.append = client.register_script(_APPEND)
+        self.clear = client.register_script(_CLEAR)
+        self.replace = client.register_script(_REPLACE)
+        self.tokens = client.register_script(_TOKENS)
+        self.fork = client.register_script(_FORK)
+
+    async def release(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.owned:
+            await self.client.aclose()
+
+
+class RedisContextStore(ContextStore):
+    """A session's history in Redis. Create with :meth:`open`; several processes and hosts
+    may open the same session and append concurrently (the server orders the appends).
+
+    ``prefix`` (required, ``[A-Za-z0-9_.:/-]{1,64}``) namespaces every key; ``ttl`` (seconds)
+    makes a session expire that long after its last write; ``counter`` is an exact token
+    counter (called once per appended message; the count is stored with it).
+    """
+
+    _shared: _Shared
+    _prefix: str
+    _counter: TokenCounter | None
+    _ttl_ms: int
+    _max_bytes: int
+    _keys: list[str]
+    _sessions_key: str
+    _registered: bool
+    _closed: bool
+
+    def __init__(self) -> None:
+        raise TypeError("use `await RedisContextStore.open(url, session_id, prefix=...)`")
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        session_id: str | None = None,
+        *,
+        prefix: str,
+        counter: TokenCounter | None = None,
+        ttl: float | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        client: aioredis.Redis | None = None,
+        connect_timeout: float = 5.0,
+    ) -> RedisContextStore:
+        """Connect (or use ``client``, which the store then does not close) and check the
+        server answers and is Redis ≥ 7. Raises :class:`~ctxtrim.errors.StoreError` with the
+        driver's error as the cause when it cannot."""
+        if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+            raise ValueError(f"prefix must match [A-Za-z0-9_.:/-]{{1,64}}, got {prefix!r}")
+        sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
+        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
+            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        check_max_message_bytes(max_message_bytes)
+        owned = client is None
+        if client is None:
+            client = aioredis.Redis.from_url(
+                url, socket_connect_timeout=connect_timeout, decode_responses=False
+            )
+        try:
+            info = await _call(client.info("server"))
+        except BaseException:
+            if owned:
+                await client.aclose()
+            raise
+        version = str(info.get("redis_version", "0"))
+        if int(version.split(".")[0]) < 7:
+            if owned:
+                await client.aclose()
+            raise StoreError(f"RedisContextStore needs Redis >= 7, the server is {version}")
+        return cls._make(_Shared(client, owned), prefix, sid, counter, ttl, max_message_bytes)
+
+    @classmethod
+    def _make(
+        cls,
+        shared: _Shared,
+        prefix: str,
+        session_id: str,
+        counter: TokenCounter | None,
+        ttl: float | None,
+        max_bytes: int,
+    ) -> RedisContextStore:
+        self = cls.__new__(cls)
+        self.__dict__["_session_id"] = session_id
+        self._shared = shared
+        self._prefix = prefix
+        self._counter = counter
+        self._ttl_ms = 0 if ttl is None else max(1, int(ttl * 1000))
+        self._max_bytes = max_bytes
+        base = _key_base(prefix, session_id)
+        self._keys = [f"{base}:meta", f"{base}:log", f"{base}:ids"]
+        self._sessions_key = f"{prefix}:sessions"
+        self._registered = False
+        self._closed = False
+        return self
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    @property
+    def _r(self) -> aioredis.Redis:
+        if self._closed:
+            raise StoreError("the store is closed")
+        return self._shared.client
+
+    async def _register(self) -> None:
+        """Add the session to the prefix's index before its first write (so a crash after
+        the write cannot leave it unlisted)."""
+        if not self._registered:
+            await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
+            self._registered = True
+
+    async def _run(self, script: Any, extra: Sequence[bytes | str | int]) -> list[int]:
+        await self._register()
+        self._r  # noqa: B018 - raises if closed
+        args: list[bytes | str | int] = [self.session_id, _now_ms(), self._ttl_ms, *extra]
+        result: list[int] = await _call(script(keys=self._keys, args=args))
+        if result[0] == 1:  # (re)created, e.g. after the TTL expired it: list it again
+            await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
+        return result
+
+    def _encode(self, messages: Sequence[Message]) -> list[bytes | str | int]:
+        """Validate and encode a batch before any I/O: (id, digest, entry) per message."""
+        payloads = check_messages(messages, self._max_bytes)
+        counts = token_counts(messages, self._counter)
+        args: list[bytes | str | int] = []
+        seen: dict[str, str] = {}
+        for i, (m, payload, count) in enumerate(zip(messages, payloads, counts, strict=True)):
+            digest = hashlib.sha256(payload).hexdigest()
+            if m.id is not None:
+                if seen.setdefault(m.id, digest) != digest:
+                    raise InvalidMessage(
+                        f"id {m.id!r} appears twice in the batch with different content",
+                        f"messages[{i}].id",
+                    )
+            args += [m.id or "", digest, _entry(payload, count)]
+        return args
+
+    # -- writes -----------------------------------------------------------------------------
+
+    async def append(self, message: Message) -> None:
+        await self.append_many([message])
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        """Append atomically. A message whose ``id`` is already stored with the same content
+        is skipped (a retried append); with different content the whole batch is refused
+        with :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        messages = list(messages)
+        args = self._encode(messages)
+        if not messages:
+            return
+        result = await self._run(self._shared.append, [len(messages), *args])
+        if result[0] == -1:
+            i = result[1]
+            raise InvalidMessage(
+                f"id {messages[i].id!r} is already stored with different content",
+                f"messages[{i}].id",
+            )
+
+    async def clear(self) -> None:
+        await self._run(self._shared.clear, [])
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        if not isinstance(upto, int) or isinstance(upto, bool) or upto < 0:
+            raise ValueError(f"upto must be an int >= 0, got {upto!r}")
+        messages = list(messages)
+        payloads = check_messages(messages, self._max_bytes)
+        counts = token_counts(messages, self._counter)
+        entries = [_entry(p, c) for p, c in zip(payloads, counts, strict=True)]
+        result = await self._run(self._shared.replace, [upto, int(expected_generation), *entries])
+        if result[0] == -2:
+            raise stale_generation_error(expected_generation, result[1])
+        if result[0] == -3:
+            raise IndexError(f"upto {upto} is past the end of a history of {result[1]} messages")
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        await self._run(self._shared.tokens, ["set", int(input_tokens), int(output_tokens)])
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        await self._run(self._shared.tokens, ["add", int(input_tokens), int(output_tokens)])
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _decode(
+        self, raw: Sequence[bytes | str], first: int = 0
+    ) -> tuple[list[Message], list[int]]:
+        messages, counts = [], []
+        for i, entry in enumerate(raw):
+            m, c = _split_entry(entry, self.session_id, first + i)
+            messages.append(m)
+            counts.append(c)
+        return messages, counts
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        limit = check_limit(limit)
+        if limit == 0:
+            return []
+        if limit is None:
+            return self._decode(await _call(self._r.lrange(self._keys[1], 0, -1)))[0]
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.lrange(self._keys[1], -limit, -1)
+            pipe.llen(self._keys[1])
+            raw, length = await _call(pipe.execute())
+        return self._decode(raw, length - len(raw))[0]
+
+    async def _read_all(self) -> tuple[dict[bytes, bytes], list[bytes]]:
+        """The meta hash and the whole log, read in one transaction (a consistent pair)."""
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self._keys[0])
+            pipe.lrange(self._keys[1], 0, -1)
+            meta, raw = await _call(pipe.execute())
+        return meta, raw
+
+    async def snapshot(self) -> HistorySnapshot:
+        meta, raw = await self._read_all()
+        return HistorySnapshot(self._decode(raw)[0], int(meta.get(b"gen", 0)))
+
+    async def generation(self) -> int:
+        return int(await _call(self._r.hget(self._keys[0], "gen")) or 0)
+
+    async def load_log(self) -> _core.MessageLog:
+        """The history with the token counts stored beside each message (no recount)."""
+        _, raw = await self._read_all()
+        messages, counts = self._decode(raw)
+        return _core.MessageLog(messages, tokens=counts).snapshot()
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        got = await _call(self._r.hmget(self._keys[0], ["in", "out"]))
+        return int(got[0] or 0), int(got[1] or 0)
+
+    async def fork(self) -> RedisContextStore:
+        """A new session (uuid4 hex id) holding a copy of this history, generation, token
+        totals and stored ids. Copied through the client, so it also works on a cluster
+        (the child's keys live in another slot)."""
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.hgetall(self._keys[0])
+            pipe.lrange(self._keys[1], 0, -1)
+            pipe.hgetall(self._keys[2])
+            meta, raw, ids = await _call(pipe.execute())
+        self._shared.users += 1
+        child = self._make(
+            self._shared,
+            self._prefix,
+            uuid.uuid4().hex,
+            self._counter,
+            None,
+            self._max_bytes,
+        )
+        child._ttl_ms = self._ttl_ms
+        pairs = [x for kv in ids.items() for x in kv]
+        extra = [
+            int(meta.get(b"gen", 0)),
+            int(meta.get(b"in", 0)),
+            int(meta.get(b"out", 0)),
+            len(ids),
+            *pairs,
+            *raw,
+        ]
+        try:
+            if (await child._run(self._shared.fork, extra))[0] == -4:
+                raise StoreError(f"fork target session {child.session_id!r} already exists")
+        except BaseException:
+            await child.close()
+            raise
+        return child
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Every session under this store's prefix (from the prefix's index, never ``KEYS``).
+        Sessions whose keys expired are dropped from the index on the way."""
+        members = await _call(self._r.zrange(self._sessions_key, 0, -1))
+        if not members:
+            return []
+        sids = [m.decode("utf-8") if isinstance(m, bytes) else str(m) for m in members]
+        keys = [_key_base(self._prefix, s) for s in sids]
+        async with self._r.pipeline(transaction=False) as pipe:
+            for k in keys:
+                pipe.hgetall(f"{k}:meta")
+                pipe.llen(f"{k}:log")
+            replies = await _call(pipe.execute())
+        out, gone = [], []
+        for i, (sid, base) in enumerate(zip(sids, keys, strict=True)):
+            meta, length = replies[2 * i], replies[2 * i + 1]
+            if not meta:
+                gone.append(sid)
+                continue
+            out.append(
+                SessionInfo(
+                    session_id=sid,
+                    message_count=int(length),
+                    preview=await self._preview(f"{base}:log", sid),
+                    created_at=_iso(meta.get(b"created")),
+                    input_tokens=int(meta.get(b"in", 0)),
+                    output_tokens=int(meta.get(b"out", 0)),
+                )
+            )
+        if gone:
+            # Only expired/never-written sessions; re-checked so a concurrent creation that
+            # registered before writing is not unlisted (its script re-adds it anyway).
+            for sid, base in zip(sids, keys, strict=True):
+                if sid in gone and not await _call(self._r.exists(f"{base}:meta")):
+                    await _call(self._r.zrem(self._sessions_key, sid))
+        return out
+
+    async def _preview(self, log_key: str, sid: str) -> str:
+        """The first user text, read a few entries at a time (usually the first chunk)."""
+        start = 0
+        while True:
+            raw = await _call(self._r.lrange(log_key, start, start + _PREVIEW_SCAN - 1))
+            if not raw:
+                return ""
+            found = preview(_split_entry(e, sid, start + i)[0] for i, e in enumerate(raw))
+            if found:
+                return found
+            start += len(raw)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._shared.release()
+
+    def __repr__(self) -> str:
+        return f"RedisContextStore(prefix={self._prefix!r}, session_id={self.session_id!r})"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _call(awaitable: Awaitable[_T]) -> _T:
+    """Await a client call, turning driver errors into :class:`StoreError` (cause kept)."""
+    try:
+        return await awaitable
+    except (redis_errors.ConnectionError, redis_errors.TimeoutError) as e:
+        raise StoreError(f"Redis is unreachable: {e}") from e
+    except redis_errors.RedisError as e:
+        raise StoreError(f"Redis error: {e}") from e
