@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 PYTHON ?= python3
-.PHONY: help install build-dev build-prod format lint lint-rust lint-python test-rust test bench-rust bench all
+.PHONY: help install build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ lint: lint-rust lint-python ## all linters
 
 test-rust: ## Rust unit and property tests (no Python needed)
 	cargo test
+
+services: ## start throw-away Redis + PostgreSQL; prints the export lines to eval
+	@bash scripts/services.sh start
 
 test: ## the whole Python test suite
 	$(PYTHON) -m pytest -q
