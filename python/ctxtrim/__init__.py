@@ -8,7 +8,15 @@ call cut from its result.
 """
 
 from ctxtrim._core import MessageLog, TurnId, __version__
+from ctxtrim.compaction import (
+    AutoCompactStore,
+    CompactionEvent,
+    CompletionTransport,
+    compact_context,
+)
 from ctxtrim.errors import (
+    CompactionError,
+    CompactionSettingsError,
     CorruptRecordError,
     CtxtrimError,
     InvalidMessage,
@@ -45,7 +53,12 @@ from ctxtrim.tokens import HeuristicTokenCounter, TokenCounter, estimate_tokens
 from ctxtrim.validate import Violation, repair, validate
 
 __all__ = [
+    "AutoCompactStore",
     "Block",
+    "CompactionError",
+    "CompactionEvent",
+    "CompactionSettingsError",
+    "CompletionTransport",
     "ContextStore",
     "ContextStrategy",
     "CorruptRecordError",
@@ -79,6 +92,7 @@ __all__ = [
     "Usage",
     "Violation",
     "__version__",
+    "compact_context",
     "decode_messages",
     "encode_messages",
     "estimate_tokens",

@@ -1,0 +1,575 @@
+"""LLM-backed compaction: :func:`compact_context`, :class:`AutoCompactStore` and the
+:class:`CompletionTransport` protocol the summarisers implement.
+
+Compaction replaces the old part of a history by one summary message. Invariants:
+
+* **Pair-safe.** The cut is a safe cut of the core's index
+  (``MessageLog.safe_cut_at_or_before``): no tool use before it has its result after it, and
+  the kept part never starts with a tool result. ``keep_recent=0`` is valid (summarise
+  everything after the pinned head).
+* **Pinned head.** Leading system messages and the task — the first real user message that
+  carries no tool result and is not itself a summary — are kept verbatim, before the summary.
+* **Shape.** ``[*system, task, summary, *recent]``. The summary is a *user* message whose
+  ``meta`` holds ``{"ctxtrim": {"summary": true, "summarised_messages": n}}``; no
+  acknowledgement is inserted, so compaction never creates two consecutive assistant
+  messages (axio's ``[summary, "Understood", *recent]`` does when ``recent`` starts with an
+  assistant). A user message (task or summary) always precedes the kept part.
+* **Summaries fold.** An earlier summary in the summarised span is handed to the transport
+  as a message still tagged as a summary; the transports render it as "Previous summary"
+  and merge it rather than summarising it as conversation. ``summarised_messages`` adds up.
+* **Failure changes nothing.** A transport error or timeout raises (``compact_context``) or
+  is reported (``AutoCompactStore``) as :class:`~ctxtrim.errors.CompactionError`, and no
+  history is modified.
+* **No lost writes.** ``AutoCompactStore`` reads ``store.snapshot()``, calls the summariser
+  with no lock held, and writes with ``store.replace_prefix(upto, new, generation)``:
+  messages appended meanwhile are kept, in order; a rewrite meanwhile (another compaction, a
+  ``clear``) makes the write stale, and it retries once on a fresh snapshot. It never forks
+  the inner store, so a persistent store gets no extra session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ctxtrim import _core
+from ctxtrim.errors import (
+    CompactionError,
+    CompactionSettingsError,
+    InvalidMessage,
+    StaleGenerationError,
+)
+from ctxtrim.messages import Message
+from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
+from ctxtrim.transports._render import DEFAULT_SYSTEM_PROMPT, SUMMARY_HEADER, is_summary
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "AutoCompactStore",
+    "CompactionEvent",
+    "CompletionTransport",
+    "compact_context",
+    "is_summary",
+]
+
+logger = logging.getLogger("ctxtrim.compaction")
+
+#: ``max_tokens`` of :class:`AutoCompactStore` when neither it nor the transport's
+#: ``context_window`` is given (axio's fallback).
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+@runtime_checkable
+class CompletionTransport(Protocol):
+    """Something that writes a summary of ``messages``.
+
+    ``system`` is the summariser's instructions and ``max_tokens`` bounds the answer. A
+    transport raises :class:`~ctxtrim.errors.CompactionError` when it cannot answer;
+    anything else it raises is wrapped into one by the callers here. Messages tagged as
+    earlier summaries (:func:`is_summary`) are context to merge, not conversation.
+    """
+
+    async def complete(self, messages: Sequence[Message], *, system: str, max_tokens: int) -> str:
+        """The summary text."""
+        ...
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise CompactionSettingsError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_timeout(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise CompactionSettingsError(f"timeout must be > 0 seconds or None, got {timeout!r}")
+    return float(timeout)
+
+
+def _check_transport(transport: object) -> None:
+    if not callable(getattr(transport, "complete", None)):
+        raise CompactionSettingsError(
+            f"transport must have an async complete(messages, *, system, max_tokens) method, "
+            f"got {type(transport).__name__}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a compaction of one history replaces."""
+
+    upto: int  # messages[:upto] are replaced by head + summary
+    head: list[Message]  # pinned: leading system messages and the task
+    old: list[Message]  # what the summariser gets (earlier summaries included, tagged)
+    summarised: int  # messages the new summary stands for (earlier summaries' counts added)
+
+
+def _summarised_count(message: Message) -> int:
+    tag = (message.meta or {}).get("ctxtrim")
+    count = tag.get("summarised_messages") if isinstance(tag, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def _plan(history: Sequence[Message], keep_recent: int) -> _Plan | None:
+    """The compaction of ``history`` keeping about ``keep_recent`` messages, or ``None``
+    when there is nothing to summarise."""
+    n = len(history)
+    sys_end = 0
+    while sys_end < n and history[sys_end].role == "system":
+        sys_end += 1
+    log = _core.MessageLog(history)
+    cut = log.safe_cut_at_or_before(max(0, n - keep_recent))
+    # A safe cut never separates a pair; an orphan result (a broken input) would still be
+    # first, so step back past it too: the kept part never starts with a tool result.
+    while cut > sys_end and cut < n and history[cut].tool_results:
+        cut = log.safe_cut_at_or_before(cut - 1)
+    if cut <= sys_end:
+        return None
+    task = next(
+        (
+            i
+            for i in range(sys_end, cut)
+            if history[i].is_real_user
+            and not history[i].tool_results
+            and not is_summary(history[i])
+        ),
+        None,
+    )
+    old = [history[i] for i in range(sys_end, cut) if i != task]
+    conversation = [m for m in old if not is_summary(m)]
+    if not conversation:
+        return None  # only earlier summaries: re-summarising them gains nothing
+    head = list(history[:sys_end]) + ([history[task]] if task is not None else [])
+    summarised = len(conversation) + sum(_summarised_count(m) for m in old if is_summary(m))
+    return _Plan(cut, head, old, summarised)
+
+
+async def _summarise(
+    transport: CompletionTransport,
+    old: Sequence[Message],
+    *,
+    system_prompt: str | None,
+    max_summary_tokens: int,
+    timeout: float | None,
+) -> str:
+    """The transport's summary of ``old``; every failure becomes a ``CompactionError``."""
+    name = type(transport).__name__
+    try:
+        call = transport.complete(
+            old, system=system_prompt or DEFAULT_SYSTEM_PROMPT, max_tokens=max_summary_tokens
+        )
+        text = await (asyncio.wait_for(call, timeout) if timeout is not None else call)
+    except CompactionError:
+        raise
+    except asyncio.TimeoutError as err:
+        raise CompactionError(
+            f"{name} did not answer within {timeout:g} s", kind="timeout"
+        ) from err
+    except Exception as err:
+        raise CompactionError(f"{name} failed: {err!r}", kind="transport_error") from err
+    if not isinstance(text, str) or not text.strip():
+        raise CompactionError(f"{name} returned an empty summary", kind="empty_summary")
+    return text.strip()
+
+
+def _summary_message(text: str, summarised: int) -> Message:
+    try:
+        return Message.user(
+            f"{SUMMARY_HEADER}\n\n{text}",
+            meta={"ctxtrim": {"summary": True, "summarised_messages": summarised}},
+        )
+    except InvalidMessage as err:  # e.g. a custom transport returned a lone surrogate
+        raise CompactionError(f"the summary is not valid text: {err}") from err
+
+
+async def compact_context(
+    context: ContextStore | Sequence[Message],
+    transport: CompletionTransport,
+    *,
+    max_messages: int = 20,
+    keep_recent: int = 6,
+    system_prompt: str | None = None,
+    max_summary_tokens: int = 1024,
+    timeout: float | None = 60.0,
+) -> list[Message] | None:
+    """The history of ``context`` (a store, read but never modified, or a list of messages)
+    with everything before the last ~``keep_recent`` messages replaced by one summary.
+
+    Returns ``None`` when the history has at most ``max_messages`` messages, or when
+    nothing lies between the pinned head and the kept part (see the module docstring for
+    the shape and guarantees). ``keep_recent`` is moved back to the nearest pair-safe cut,
+    so slightly more may be kept. Raises :class:`~ctxtrim.errors.CompactionError` when the
+    transport fails, times out (``timeout`` seconds; ``None`` waits forever) or returns
+    nothing, and :class:`~ctxtrim.errors.CompactionSettingsError` for bad settings.
+    """
+    _check_int("max_messages", max_messages, 0)
+    _check_int("keep_recent", keep_recent, 0)
+    _check_int("max_summary_tokens", max_summary_tokens, 1)
+    timeout = _check_timeout(timeout)
+    _check_transport(transport)
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise CompactionSettingsError(f"system_prompt must be a str, got {system_prompt!r}")
+    if isinstance(context, ContextStore):
+        history = await context.get_history()
+    else:
+        history = list(context)
+        for i, m in enumerate(history):
+            if not isinstance(m, Message):
+                raise InvalidMessage(f"expected a Message, got {type(m).__name__}", f"[{i}]")
+    if len(history) <= max_messages:
+        return None
+    plan = _plan(history, keep_recent)
+    if plan is None:
+        return None
+    text = await _summarise(
+        transport,
+        plan.old,
+        system_prompt=system_prompt,
+        max_summary_tokens=max_summary_tokens,
+        timeout=timeout,
+    )
+    return [*plan.head, _summary_message(text, plan.summarised), *history[plan.upto :]]
+
+
+EventKind = Literal["compacted", "failed", "stale", "skipped"]
+Trigger = Literal["reported", "estimate", "manual"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """What one compaction attempt of an :class:`AutoCompactStore` did.
+
+    ``kind``: ``"compacted"`` (history rewritten), ``"failed"`` (the transport failed or
+    timed out; ``error`` is the :class:`~ctxtrim.errors.CompactionError`, history
+    untouched), ``"stale"`` (the history was rewritten by someone else twice during the
+    attempt; gave up, history untouched by this attempt) or ``"skipped"`` (nothing to
+    summarise, or a compaction was already running). ``reason`` says why in words.
+    ``messages_*`` and ``tokens_*`` (estimated context tokens) are read before the attempt
+    and after it (``after`` includes messages appended meanwhile).
+    """
+
+    kind: EventKind
+    reason: str
+    messages_before: int
+    messages_after: int
+    tokens_before: int
+    tokens_after: int
+    trigger: Trigger
+    session_id: str
+    summarised: int = 0
+    attempts: int = 0
+    error: CompactionError | None = None
+
+
+class AutoCompactStore(ContextStore):
+    """A :class:`ContextStore` that compacts its history with an LLM summary when the
+    context grows past ``threshold`` * ``max_tokens``.
+
+    Wraps any store implementing ``snapshot`` and ``replace_prefix`` (every ctxtrim
+    store) and delegates the whole ``ContextStore`` API to it. ``max_tokens`` is the
+    model's context window: by default the transport's ``context_window`` attribute, else
+    128,000. The context size is the provider-reported ``input_tokens`` of the last
+    ``add_context_tokens`` call plus the estimate of what was appended since, or, before
+    any report, the store's estimate (``load_log().estimated_context_tokens()``).
+
+    A compaction runs inside the ``append``/``add_context_tokens`` call that crossed the
+    threshold (so the caller's next model call sees the short history) without blocking
+    other writers: appends made meanwhile go straight to the store and survive the rewrite.
+    Every attempt is logged on ``ctxtrim.compaction`` and handed to ``on_event`` as a
+    :class:`CompactionEvent`; a failed summary never raises out of ``append``.
+    """
+
+    def __init__(
+        self,
+        store: ContextStore,
+        transport: CompletionTransport,
+        *,
+        keep_recent: int = 6,
+        max_tokens: int | None = None,
+        threshold: float = 0.75,
+        on_event: Callable[[CompactionEvent], Any] | None = None,
+        timeout: float | None = 60.0,
+        system_prompt: str | None = None,
+        max_summary_tokens: int = 1024,
+    ) -> None:
+        if not isinstance(store, ContextStore):
+            raise CompactionSettingsError(
+                f"store must be a ContextStore, got {type(store).__name__}"
+            )
+        for method in ("snapshot", "replace_prefix"):
+            if getattr(type(store), method) is getattr(ContextStore, method):
+                raise CompactionSettingsError(
+                    f"{type(store).__name__} does not implement {method}(), which "
+                    "AutoCompactStore needs to rewrite the history without losing appends"
+                )
+        _check_transport(transport)
+        _check_int("keep_recent", keep_recent, 0)
+        if max_tokens is not None:
+            _check_int("max_tokens", max_tokens, 1)
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, (int, float))
+            or not 0 < threshold <= 1
+        ):
+            raise CompactionSettingsError(f"threshold must be in (0, 1], got {threshold!r}")
+        if on_event is not None and not callable(on_event):
+            raise CompactionSettingsError(f"on_event must be callable, got {on_event!r}")
+        _check_int("max_summary_tokens", max_summary_tokens, 1)
+        self._store = store
+        self.transport = transport
+        self.keep_recent = keep_recent
+        self.max_tokens = max_tokens
+        self.threshold = float(threshold)
+        self.on_event = on_event
+        self.timeout = _check_timeout(timeout)
+        self.system_prompt = system_prompt
+        self.max_summary_tokens = max_summary_tokens
+        window = max_tokens or getattr(transport, "context_window", None) or DEFAULT_CONTEXT_WINDOW
+        #: Compaction starts when the context reaches this many tokens.
+        self.trigger_tokens = max(1, int(window * self.threshold))
+        self._context: int | None = None  # current context tokens, None = ask the store
+        self._running = False
+
+    # -- settings and delegation ---------------------------------------------------------
+
+    @property
+    def inner(self) -> ContextStore:
+        """The wrapped store."""
+        return self._store
+
+    @property
+    def session_id(self) -> str:
+        return self._store.session_id
+
+    def __getattr__(self, name: str) -> Any:
+        # Backend extras (``log``, ``remove_turn``...) pass through. Only called for names
+        # not found normally; ``_store`` itself must exist to avoid recursion in copies.
+        if name.startswith("__") or "_store" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+    def __repr__(self) -> str:
+        return (
+            f"AutoCompactStore({self._store!r}, {self.transport!r}, "
+            f"trigger_tokens={self.trigger_tokens}, keep_recent={self.keep_recent})"
+        )
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        return await self._store.get_history(limit)
+
+    async def append(self, message: Message) -> None:
+        await self._store.append(message)
+        if self._context is not None:
+            self._context += _core.message_tokens(message)
+        await self._maybe_compact("estimate")
+
+    async def append_many(self, messages: Sequence[Message]) -> None:
+        await self._store.append_many(messages)
+        if self._context is not None:
+            self._context += sum(_core.message_tokens(m) for m in messages)
+        await self._maybe_compact("estimate")
+
+    async def clear(self) -> None:
+        await self._store.clear()
+        self._context = None
+
+    async def generation(self) -> int:
+        return await self._store.generation()
+
+    async def snapshot(self) -> HistorySnapshot:
+        return await self._store.snapshot()
+
+    async def replace_prefix(
+        self, upto: int, messages: Sequence[Message], expected_generation: int
+    ) -> None:
+        await self._store.replace_prefix(upto, messages, expected_generation)
+        self._context = None
+
+    async def load_log(self) -> _core.MessageLog:
+        return await self._store.load_log()
+
+    async def fork(self) -> AutoCompactStore:
+        """A wrapper with the same settings around ``inner.fork()``."""
+        return AutoCompactStore(
+            await self._store.fork(),
+            self.transport,
+            keep_recent=self.keep_recent,
+            max_tokens=self.max_tokens,
+            threshold=self.threshold,
+            on_event=self.on_event,
+            timeout=self.timeout,
+            system_prompt=self.system_prompt,
+            max_summary_tokens=self.max_summary_tokens,
+        )
+
+    async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        await self._store.set_context_tokens(input_tokens, output_tokens)
+
+    async def get_context_tokens(self) -> tuple[int, int]:
+        return await self._store.get_context_tokens()
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        """Add to the session's totals; ``input_tokens`` (the prompt size the provider
+        reported for the last call) is also the current context size."""
+        await self._store.add_context_tokens(input_tokens, output_tokens)
+        self._context = input_tokens
+        await self._maybe_compact("reported")
+
+    async def close(self) -> None:
+        await self._store.close()
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return await self._store.list_sessions()
+
+    @classmethod
+    async def from_history(cls, history: Sequence[Message]) -> AutoCompactStore:
+        raise TypeError(
+            "AutoCompactStore wraps a store: build it with e.g. "
+            "AutoCompactStore(await MemoryContextStore.from_history(history), transport)"
+        )
+
+    # -- compaction ----------------------------------------------------------------------
+
+    async def context_tokens(self) -> int:
+        """The current context size in tokens: the last reported input tokens plus the
+        estimate of what was appended since, or the store's estimate before any report."""
+        if self._context is None:
+            self._context = (await self._store.load_log()).estimated_context_tokens()
+        return self._context
+
+    async def _maybe_compact(self, trigger: Trigger) -> None:
+        if self._running or await self.context_tokens() < self.trigger_tokens:
+            return
+        await self.compact(trigger=trigger)
+
+    async def compact(self, *, trigger: Trigger = "manual") -> CompactionEvent:
+        """Compact now, whatever the context size; returns (and emits) what happened."""
+        if self._running:
+            return self._emit("skipped", "a compaction is already running", trigger, 0, 0, 0, 0)
+        self._running = True
+        try:
+            return await self._compact(trigger)
+        finally:
+            self._running = False
+
+    async def _compact(self, trigger: Trigger) -> CompactionEvent:
+        tokens_before = await self.context_tokens()
+        messages_before = 0
+        for attempt in (1, 2):
+            snap = await self._store.snapshot()
+            if attempt == 1:
+                messages_before = len(snap.messages)
+            plan = _plan(snap.messages, self.keep_recent)
+            if plan is None:
+                return self._emit(
+                    "skipped",
+                    f"nothing to summarise before the last {self.keep_recent} messages",
+                    trigger,
+                    messages_before,
+                    len(snap.messages),
+                    tokens_before,
+                    tokens_before,
+                    attempts=attempt,
+                )
+            try:
+                text = await _summarise(
+                    self.transport,
+                    plan.old,
+                    system_prompt=self.system_prompt,
+                    max_summary_tokens=self.max_summary_tokens,
+                    timeout=self.timeout,
+                )
+                new = [*plan.head, _summary_message(text, plan.summarised)]
+            except CompactionError as err:
+                return self._emit(
+                    "failed",
+                    f"summary failed ({err.kind}): {err}; history left unchanged",
+                    trigger,
+                    messages_before,
+                    len(snap.messages),
+                    tokens_before,
+                    tokens_before,
+                    attempts=attempt,
+                    error=err,
+                )
+            try:
+                await self._store.replace_prefix(plan.upto, new, snap.generation)
+            except StaleGenerationError as err:
+                if attempt == 1:
+                    logger.info(
+                        "session %s: history rewritten during the summary (%s); retrying "
+                        "on a fresh snapshot",
+                        self.session_id,
+                        err,
+                    )
+                    continue
+                self._context = None
+                after = len(await self._store.load_log())
+                return self._emit(
+                    "stale",
+                    "the history was rewritten during both attempts; gave up, this "
+                    "compaction changed nothing",
+                    trigger,
+                    messages_before,
+                    after,
+                    tokens_before,
+                    await self.context_tokens(),
+                    attempts=attempt,
+                )
+            self._context = None
+            log = await self._store.load_log()
+            self._context = log.estimated_context_tokens()
+            return self._emit(
+                "compacted",
+                f"replaced {plan.upto} messages by {len(new)} (summary of {plan.summarised})",
+                trigger,
+                messages_before,
+                len(log),
+                tokens_before,
+                self._context,
+                summarised=plan.summarised,
+                attempts=attempt,
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _emit(
+        self,
+        kind: EventKind,
+        reason: str,
+        trigger: Trigger,
+        messages_before: int,
+        messages_after: int,
+        tokens_before: int,
+        tokens_after: int,
+        *,
+        summarised: int = 0,
+        attempts: int = 0,
+        error: CompactionError | None = None,
+    ) -> CompactionEvent:
+        event = CompactionEvent(
+            kind=kind,
+            reason=reason,
+            messages_before=messages_before,
+            messages_after=messages_after,
+            tokens_before=tokens_before,
+            tokens_after=tokens_after,
+            trigger=trigger,
+            session_id=self.session_id,
+            summarised=summarised,
+            attempts=attempts,
+            error=error,
+        )
+        level = logging.INFO if kind in ("compacted", "skipped") else logging.WARNING
+        logger.log(level, "session %s: compaction %s: %s", self.session_id, kind, reason)
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception:
+                # A broken callback must not turn a history write into an error.
+                logger.exception("on_event callback failed for %r", event)
+        return event
