@@ -1,0 +1,180 @@
+"""The store backends the shared suites run against, and process-level workers for them.
+
+A *backend* is one isolated namespace of one store implementation (an SQLite file, a Redis
+key prefix, a PostgreSQL schema/table prefix) that can open any number of stores on it:
+
+* ``await backend.open(session_id=None)`` — a new store (a new connection) on session
+  ``session_id`` (a fresh one when None). Calling it again with the same id opens a second,
+  independent handle on the same session, as another process would.
+* ``await backend.cleanup()`` — drop everything the namespace holds.
+* ``backend.persistent`` — whether stores opened separately (or in another process) see the
+  same data. ``MemoryContextStore`` is not: its ``open`` ignores earlier handles.
+* ``backend.lists_all_sessions`` — whether ``list_sessions`` reports every session of the
+  namespace (True for databases) or only the store's own (the memory store).
+
+Backends are frozen dataclasses of plain values, so they pickle into ``spawn`` child
+processes, which re-open them there (see :func:`append_worker`).
+
+``BACKENDS`` lists every backend as ``pytest.param(factory, id=..., marks=...)`` where
+``factory(tmp_path) -> Backend``; ``PERSISTENT_BACKENDS`` only those shared across
+processes. Server backends are skipped, with the reason, when their URL variable
+(``CTXTRIM_REDIS_URL``, ``CTXTRIM_POSTGRES_DSN``) is unset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from ctxtrim import ContextStore, MemoryContextStore, Message, SQLiteContextStore
+
+
+class Backend(Protocol):
+    name: str
+    persistent: bool
+    lists_all_sessions: bool
+
+    async def open(self, session_id: str | None = None) -> ContextStore: ...
+
+    async def cleanup(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class MemoryBackend:
+    name: str = "memory"
+    persistent: bool = False
+    lists_all_sessions: bool = False
+
+    async def open(self, session_id: str | None = None) -> ContextStore:
+        return MemoryContextStore(session_id=session_id)
+
+    async def cleanup(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class SQLiteBackend:
+    path: str
+    synchronous: str = "FULL"
+    name: str = "sqlite"
+    persistent: bool = True
+    lists_all_sessions: bool = True
+
+    async def open(self, session_id: str | None = None) -> ContextStore:
+        return await SQLiteContextStore.open(
+            self.path,
+            session_id,
+            synchronous=self.synchronous,  # type: ignore[arg-type]
+        )
+
+    async def cleanup(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path + suffix)
+
+
+_counter = itertools.count()
+
+
+def memory_backend(tmp_path: Path) -> Backend:
+    return MemoryBackend()
+
+
+def sqlite_backend(tmp_path: Path) -> Backend:
+    # A new file per call: hypothesis runs many examples inside one test (one tmp_path).
+    return SQLiteBackend(str(tmp_path / f"store-{os.getpid()}-{next(_counter)}.db"))
+
+
+def _needs(var: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        not os.environ.get(var), reason=f"{var} is not set (no server to test against)"
+    )
+
+
+#: Every backend, for the conformance suite.
+BACKENDS: list[Any] = [
+    pytest.param(memory_backend, id="memory"),
+    pytest.param(sqlite_backend, id="sqlite"),
+]
+#: Backends whose stores share data across connections and processes (reliability suite).
+PERSISTENT_BACKENDS: list[Any] = [
+    pytest.param(sqlite_backend, id="sqlite"),
+]
+
+
+@contextlib.asynccontextmanager
+async def opened(backend: Backend, session_id: str | None = None) -> AsyncIterator[ContextStore]:
+    """A store on ``backend``, closed on exit."""
+    store = await backend.open(session_id)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Workers run in spawn child processes (module-level so they pickle by reference).
+
+
+def tagged(writer: int, i: int, size: int = 0) -> Message:
+    """Message ``i`` of ``writer``: its id is ``"w<writer>-<i>"``; ``size`` pads the text."""
+    return Message.user(f"w{writer}-{i} " + "x" * size, id=f"w{writer}-{i}")
+
+
+def append_worker(backend: Backend, session_id: str, writer: int, count: int, batch: int) -> int:
+    """Append ``count`` tagged messages, in batches of up to ``batch`` (1 = ``append``)."""
+
+    async def go() -> int:
+        async with opened(backend, session_id) as store:
+            i = 0
+            while i < count:
+                n = min(batch, count - i)
+                if n == 1:
+                    await store.append(tagged(writer, i))
+                else:
+                    await store.append_many([tagged(writer, i + k) for k in range(n)])
+                i += n
+        return count
+
+    return asyncio.run(go())
+
+
+def read_worker(backend: Backend, session_id: str, seconds: float) -> list[list[str]]:
+    """Poll ``get_history()`` (and ``get_history(limit=5)``) for ``seconds``; return the id
+    lists seen (tails are marked with a leading ``"tail"``)."""
+
+    async def go() -> list[list[str]]:
+        seen: list[list[str]] = []
+        async with opened(backend, session_id) as store:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                seen.append([m.id or "" for m in await store.get_history()])
+                seen.append(["tail"] + [m.id or "" for m in await store.get_history(limit=5)])
+        return seen
+
+    return asyncio.run(go())
+
+
+def open_worker(backend: Backend, session_id: str, start_at: float) -> str:
+    """Open the store at wall-clock ``start_at`` (so several processes race), append one
+    message, return its id."""
+
+    async def go() -> str:
+        delay = start_at - time.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        async with opened(backend, session_id) as store:
+            msg = Message.user(f"hello from {os.getpid()}", id=f"p{os.getpid()}")
+            await store.append(msg)
+            return msg.id or ""
+
+    return asyncio.run(go())
