@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from store_backends import BACKENDS, Backend
 
 from ctxtrim import ContextStore, InvalidMessage, Message, StaleGenerationError
 from ctxtrim.store import _preview
 
+from store_backends import BACKENDS, Backend
 from strategies import messages
 
 _T = TypeVar("_T")
