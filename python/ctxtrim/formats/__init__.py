@@ -1,0 +1,233 @@
+"""Provider message formats ⇄ ctxtrim messages, losslessly.
+
+=================  =========================================  ===============================
+format name        provider shape                             converters
+=================  =========================================  ===============================
+``"openai"``       Chat Completions ``messages`` (a list)     :func:`from_openai_chat` /
+                                                              :func:`to_openai_chat`
+``"responses"``    Responses API ``input`` items (a list)     :func:`from_openai_responses` /
+                                                              :func:`to_openai_responses`
+``"anthropic"``    ``{"system": ..., "messages": [...]}``     :func:`from_anthropic` /
+                                                              :func:`to_anthropic`
+``"ctxtrim"``      ``[Message.to_dict(), ...]``               ``Message.from_dict`` / ``to_dict``
+=================  =========================================  ===============================
+
+Invariants:
+
+* ``to_X(from_X(payload)) == payload`` for every payload ``from_X`` accepts: provider fields
+  ctxtrim's model has no place for are kept in ``Message.meta[<format key>]`` and written
+  back (see each module's docstring).
+* ``from_X(to_X(messages)) == messages`` for every history the format can express; what a
+  format cannot carry (reasoning in Chat Completions, ``is_error`` outside Anthropic, ``id``/
+  ``turn``/``usage`` everywhere but ctxtrim's own shape...) is listed in its module and
+  dropped by ``to_X``; what would change the conversation's meaning (an image in an
+  assistant message, a mid-conversation system message for Anthropic) raises.
+* Malformed input raises :class:`~ctxtrim.errors.InvalidMessage` whose ``path`` names the
+  field (``messages[3].tool_calls[0].id``, ``input[2].call_id``); never ``KeyError`` or
+  ``TypeError``.
+
+:func:`load` and :func:`dump` pick the converter by name, and :func:`detect` guesses the
+format of a parsed payload (``format="auto"``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ctxtrim.errors import CtxtrimError, InvalidMessage
+from ctxtrim.messages import Message
+
+from .anthropic import from_anthropic, to_anthropic
+from .openai_chat import from_openai_chat, to_openai_chat
+from .openai_responses import from_openai_responses, to_openai_responses
+
+__all__ = [
+    "FORMATS",
+    "FormatError",
+    "detect",
+    "dump",
+    "from_anthropic",
+    "from_ctxtrim",
+    "from_openai_chat",
+    "from_openai_responses",
+    "load",
+    "parse_json",
+    "to_anthropic",
+    "to_ctxtrim",
+    "to_openai_chat",
+    "to_openai_responses",
+]
+
+#: The format names :func:`load` and :func:`dump` accept (besides ``"auto"`` for ``load``).
+FORMATS = ("openai", "responses", "anthropic", "ctxtrim")
+_ALIASES = {"openai_chat": "openai", "chat": "openai", "openai_responses": "responses"}
+
+
+class FormatError(CtxtrimError, ValueError):
+    """An unknown format name, a payload whose format cannot be detected, or text that is
+    neither JSON nor JSON Lines."""
+
+
+def from_ctxtrim(data: Any) -> list[Message]:
+    """ctxtrim's own shape (a list of ``Message.to_dict()``) → messages; paths ``messages[i]``."""
+    if isinstance(data, dict) and "messages" in data:
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise InvalidMessage(f"expected an array, got {type(data).__name__}", "messages")
+    out = []
+    for i, item in enumerate(data):
+        try:
+            out.append(Message.from_dict(item))
+        except InvalidMessage as e:
+            sub = e.path
+            path = f"messages[{i}]" + ("" if not sub else sub if sub.startswith("[") else f".{sub}")
+            raise InvalidMessage(e.reason, path) from None
+    return out
+
+
+def to_ctxtrim(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages → ctxtrim's own shape (every field kept)."""
+    out = []
+    for i, m in enumerate(messages):
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", f"messages[{i}]")
+        out.append(m.to_dict())
+    return out
+
+
+_FROM = {
+    "openai": from_openai_chat,
+    "responses": from_openai_responses,
+    "anthropic": from_anthropic,
+    "ctxtrim": from_ctxtrim,
+}
+_TO = {
+    "openai": to_openai_chat,
+    "responses": to_openai_responses,
+    "anthropic": to_anthropic,
+    "ctxtrim": to_ctxtrim,
+}
+
+
+def _name(format: str, *, auto: bool) -> str:
+    name = _ALIASES.get(format, format) if isinstance(format, str) else format
+    if name in FORMATS or (auto and name == "auto"):
+        return name
+    choices = ("auto", *FORMATS) if auto else FORMATS
+    raise FormatError(f"unknown format {format!r}; expected one of {', '.join(choices)}")
+
+
+def parse_json(text: str | bytes | bytearray) -> tuple[Any, bool]:
+    """Parse JSON, or JSON Lines (one value per non-blank line); returns ``(data, is_jsonl)``.
+
+    JSON Lines come back as a list. Raises :class:`FormatError` naming the line for neither.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise FormatError(f"not UTF-8 text (byte {e.start})") from None
+    try:
+        return json.loads(text), False
+    except ValueError as whole:
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2:
+            raise FormatError(f"not JSON: {whole}") from None
+        out = []
+        for n, line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError as e:
+                raise FormatError(f"neither JSON nor JSON Lines: line {n}: {e}") from None
+        return out, True
+
+
+_RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning"})
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image"})
+_ANTHROPIC_PARTS = frozenset({"thinking", "redacted_thinking"})
+
+
+def detect(data: Any) -> str:
+    """Guess the format of a parsed payload: ``"openai"``, ``"responses"``, ``"anthropic"``
+    or ``"ctxtrim"``. Raises :class:`FormatError` when nothing fits.
+
+    Rules, first match wins: Responses item types (``function_call``, ``reasoning``...) or
+    parts (``input_text``...) → responses; ``tool_calls``, a ``tool``/``developer`` role or
+    ``image_url`` parts → openai; a top-level ``{"system", "messages"}``, ``thinking`` blocks
+    or base64 ``source`` images → anthropic; ctxtrim's own keys (``turn``, ``usage``,
+    ``meta``, ``reasoning`` blocks, images with ``media_type``) or a ``system`` role next to
+    content blocks → ctxtrim; other ``tool_use``/``tool_result`` blocks → anthropic; plain
+    ``{"role", "content"}`` messages → openai.
+    """
+    if isinstance(data, dict):
+        if "input" in data and "messages" not in data:
+            return "responses"
+        if "messages" not in data:
+            raise FormatError(
+                "cannot detect the format: expected a list of messages or an "
+                "object with 'messages' (or 'input')"
+            )
+        if "system" in data:
+            return "anthropic"
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise FormatError(
+            f"cannot detect the format: expected a list of messages, got {type(data).__name__}"
+        )
+    seen: set[str] = set()  # the markers found anywhere; priority decides below
+    for item in data:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") in _RESPONSES_ITEMS:
+            seen.add("responses")
+        role = item.get("role")
+        if role in ("tool", "developer", "function") or "tool_calls" in item:
+            seen.add("openai")
+        if role == "system":
+            seen.add("system_role")
+        if any(k in item for k in ("turn", "usage", "meta")):
+            seen.add("ctxtrim")
+        content = item.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            kind = part.get("type")
+            if kind in _RESPONSES_PARTS:
+                seen.add("responses")
+            elif kind == "image_url":
+                seen.add("openai")
+            elif kind in _ANTHROPIC_PARTS or (kind == "image" and "source" in part):
+                seen.add("anthropic")
+            elif kind == "reasoning" or (kind == "image" and "media_type" in part):
+                seen.add("ctxtrim")
+            elif kind in ("tool_use", "tool_result"):
+                seen.add("blocks")
+    for name in ("responses", "openai", "anthropic", "ctxtrim"):
+        if name in seen:
+            return name
+    if "blocks" in seen:
+        return "ctxtrim" if "system_role" in seen else "anthropic"
+    return "openai"
+
+
+def load(data: Any, format: str = "auto") -> list[Message]:
+    """A conversation in ``format`` → messages.
+
+    ``data`` is a parsed payload (list or dict) or JSON / JSON Lines text (``str`` or
+    ``bytes``). ``format="auto"`` uses :func:`detect`.
+    """
+    name = _name(format, auto=True)
+    if isinstance(data, (str, bytes, bytearray)):
+        data, _ = parse_json(data)
+    if name == "auto":
+        name = detect(data)
+    return _FROM[name](data)
+
+
+def dump(messages: Sequence[Message], format: str) -> Any:
+    """Messages → the JSON-ready payload of ``format`` (a list; a dict for ``"anthropic"``)."""
+    return _TO[_name(format, auto=False)](messages)

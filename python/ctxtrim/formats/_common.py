@@ -1,0 +1,222 @@
+"""Helpers shared by the provider converters: path-naming readers and the provider-field record.
+
+Invariants:
+
+* Every reader either returns a value of the expected type or raises
+  :class:`~ctxtrim.errors.InvalidMessage` whose ``path`` names the offending field in the
+  provider payload (``messages[3].tool_calls[0].id``); no ``KeyError``/``TypeError`` escapes.
+* A *unit* is one provider object (an OpenAI chat message, a Responses input item, an
+  Anthropic message) and covers a run of consecutive blocks of one ctxtrim ``Message``.
+  Provider fields ctxtrim's model has no place for (item ``id``/``status``, ``cache_control``,
+  ``annotations``, the exact JSON text of tool arguments...) are recorded per unit in
+  ``Message.meta[<format key>]`` so that converting back reproduces the provider payload
+  exactly. The record is only written when something would otherwise be lost, and it is only
+  applied when it still matches the message's blocks (a strategy that rewrote a message gets
+  the canonical rendering, never a stale one).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ctxtrim.errors import InvalidMessage
+from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message
+
+T = TypeVar("T")
+
+#: A unit record: ``{"t": kind, "n": blocks, "keys": {...}, "parts": [{...} | {}, ...], ...}``.
+Unit = dict[str, Any]
+
+
+def tname(value: object) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def expect_dict(value: object, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidMessage(f"expected an object, got {tname(value)}", path)
+    return value
+
+
+def expect_list(value: object, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidMessage(f"expected an array, got {tname(value)}", path)
+    return value
+
+
+def expect_str(value: object, path: str, *, nonempty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidMessage(f"expected a string, got {tname(value)}", path)
+    if nonempty and not value:
+        raise InvalidMessage("must not be empty", path)
+    return value
+
+
+def expect_bool(value: object, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidMessage(f"expected a boolean, got {tname(value)}", path)
+    return value
+
+
+def required(d: dict[str, Any], key: str, path: str) -> Any:
+    if key not in d:
+        raise InvalidMessage("missing required field", f"{path}.{key}")
+    return d[key]
+
+
+def build(path: str, make: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``make(*args, **kwargs)``, re-rooting its ``InvalidMessage`` at the provider ``path``."""
+    try:
+        return make(*args, **kwargs)
+    except InvalidMessage as e:
+        raise InvalidMessage(e.reason, path) from None
+
+
+def decode_base64(data: object, path: str) -> bytes:
+    text = expect_str(data, path)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidMessage("not valid base64", path) from None
+
+
+def encode_base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def media_type(value: object, path: str) -> str:
+    text = expect_str(value, path)
+    if text not in IMAGE_MEDIA_TYPES:
+        raise InvalidMessage(
+            f"unsupported image media type {text!r}; expected one of "
+            f"{', '.join(sorted(IMAGE_MEDIA_TYPES))}",
+            path,
+        )
+    return text
+
+
+_DATA_URL_PREFIX = "data:"
+
+
+def image_from_data_url(url: object, path: str) -> ImageBlock:
+    """``data:image/png;base64,...`` → ``ImageBlock``; remote URLs cannot be held (no bytes)."""
+    text = expect_str(url, path)
+    if not text.startswith(_DATA_URL_PREFIX):
+        raise InvalidMessage(
+            "only inline images (data:<media type>;base64,...) are supported; "
+            "ctxtrim keeps the image bytes, not a URL",
+            path,
+        )
+    header, sep, payload = text[len(_DATA_URL_PREFIX) :].partition(",")
+    if not sep or not header.endswith(";base64"):
+        raise InvalidMessage("expected a base64 data URL (data:<media type>;base64,...)", path)
+    return ImageBlock(media_type(header[: -len(";base64")], path), decode_base64(payload, path))
+
+
+def data_url(image: ImageBlock) -> str:
+    return f"data:{image.media_type};base64,{encode_base64(image.data)}"
+
+
+def dumps_arguments(value: dict[str, Any]) -> str:
+    """The canonical JSON text of tool arguments (compact, like the models emit it)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def loads_arguments(text: object, path: str) -> dict[str, Any]:
+    raw = expect_str(text, path)
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError as e:
+        raise InvalidMessage(f"tool arguments are not valid JSON ({e})", path) from None
+    if not isinstance(value, dict):
+        raise InvalidMessage(f"tool arguments must be a JSON object, got {tname(value)}", path)
+    return value
+
+
+def extra_keys(d: dict[str, Any], consumed: frozenset[str]) -> dict[str, Any]:
+    """The fields of a provider object that the converter did not read."""
+    return {k: v for k, v in d.items() if k not in consumed}
+
+
+# --------------------------------------------------------------------------------------------
+# Unit records in Message.meta
+
+
+def make_message(
+    role: str,
+    blocks: list[Block],
+    units: list[Unit],
+    *,
+    key: str,
+    default: Callable[[Sequence[Block]], list[tuple[str, int]]],
+    name: str | None = None,
+    path: str,
+) -> Message:
+    """Build the message, recording ``units`` under ``meta[key]`` only if the canonical
+    rendering would lose something (the segmentation or any recorded field)."""
+    needed = [(u["t"], u["n"]) for u in units] != default(blocks) or any(len(u) > 2 for u in units)
+    meta = {key: units} if needed else None
+    return build(path, Message, role, blocks, name=name, meta=meta)
+
+
+def units_for(
+    message: Message,
+    key: str,
+    default: Callable[[Sequence[Block]], list[tuple[str, int]]],
+    fits: Callable[[str, Sequence[Block]], bool],
+) -> list[tuple[Unit, Sequence[Block]]]:
+    """Split ``message.content`` into units: the recorded ones if they still fit the blocks,
+    else the canonical segmentation (with no recorded fields)."""
+    content = message.content
+    recorded = (message.meta or {}).get(key)
+    if isinstance(recorded, list) and recorded:
+        out: list[tuple[Unit, Sequence[Block]]] = []
+        at = 0
+        for unit in recorded:
+            if not (isinstance(unit, dict) and isinstance(unit.get("n"), int) and unit["n"] >= 0):
+                break
+            blocks = content[at : at + unit["n"]]
+            if len(blocks) != unit["n"] or not fits(str(unit.get("t")), blocks):
+                break
+            out.append((unit, blocks))
+            at += unit["n"]
+        else:
+            if at == len(content):
+                return out
+    out = []
+    at = 0
+    for kind, n in default(content):
+        out.append(({"t": kind, "n": n}, content[at : at + n]))
+        at += n
+    return out
+
+
+def part_record(unit: Unit, i: int) -> dict[str, Any]:
+    parts = unit.get("parts")
+    if isinstance(parts, list) and i < len(parts) and isinstance(parts[i], dict):
+        record: dict[str, Any] = parts[i]
+        return record
+    return {}
+
+
+def merge_keys(target: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """Add the recorded provider fields that the canonical rendering did not produce."""
+    keys = record.get("keys")
+    if isinstance(keys, dict):
+        for k, v in keys.items():
+            target.setdefault(k, v)
+    return target
+
+
+def finish_parts(unit: Unit, parts: list[dict[str, Any]]) -> None:
+    """Attach per-block records to ``unit`` if any is non-empty."""
+    if any(parts):
+        unit["parts"] = parts

@@ -1,0 +1,357 @@
+"""Anthropic Messages API ⇄ ctxtrim messages.
+
+ctxtrim's model *is* Anthropic's (tool results travel in user messages), so the mapping is
+block for block: ``text`` ↔ ``TextBlock``, ``image`` (base64 source) ↔ ``ImageBlock``,
+``tool_use`` ↔ ``ToolUseBlock``, ``tool_result`` (string or list content, ``is_error``) ↔
+``ToolResultBlock``, ``thinking`` (with its ``signature``) ↔ ``ReasoningBlock``,
+``redacted_thinking`` ↔ ``ReasoningBlock(signature=data, redacted=True)``.
+
+**The system prompt.** Anthropic takes it as a separate ``system`` parameter, so
+:func:`to_anthropic` returns the request fragment ``{"system": ..., "messages": [...]}``
+(``system`` only when there is one) — splat it into ``client.messages.create(**fragment,
+model=..., max_tokens=...)``. The leading system messages become ``system`` (a string for one
+text, else a list of text blocks); a system message after the first user or assistant
+message cannot be expressed and raises :class:`~ctxtrim.errors.InvalidMessage`.
+:func:`from_anthropic` accepts that fragment (or a whole request body; other keys are
+ignored), a bare list of messages, and ``system=`` given separately, and puts the system
+prompt first as one system message.
+
+What Anthropic cannot carry, and :func:`to_anthropic` drops: ``compact_summary``,
+``Message.name``/``id``/``turn``/``usage``/``meta`` (other than this module's record), the
+text of a redacted reasoning block. Images in assistant messages raise ``InvalidMessage``;
+image sources other than base64 (URLs, file ids) and block types other than the six above
+are rejected by :func:`from_anthropic`.
+
+Lossless: ``cache_control``, ``citations`` and other fields ctxtrim has no place for, and
+content given as a string rather than a list, are kept in ``Message.meta["anthropic"]`` and
+written back, so ``to_anthropic(from_anthropic(body)) == body`` for the fragment's keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxtrim.errors import InvalidMessage
+from ctxtrim.messages import (
+    _ALLOWED,
+    Block,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+from ._common import (
+    Unit,
+    build,
+    decode_base64,
+    encode_base64,
+    expect_bool,
+    expect_dict,
+    expect_list,
+    expect_str,
+    extra_keys,
+    finish_parts,
+    make_message,
+    media_type,
+    merge_keys,
+    part_record,
+    required,
+    units_for,
+)
+
+__all__ = ["KEY", "from_anthropic", "to_anthropic"]
+
+#: The ``Message.meta`` key holding the Anthropic fields ctxtrim has no place for.
+KEY = "anthropic"
+
+
+def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
+    return [("message", len(blocks))]
+
+
+def _fits(kind: str, blocks: Sequence[Block]) -> bool:
+    return kind == "message"
+
+
+# --------------------------------------------------------------------------------------------
+# from
+
+
+def _image(part: dict[str, Any], p: str, record: dict[str, Any]) -> ImageBlock:
+    source = expect_dict(required(part, "source", p), f"{p}.source")
+    kind = source.get("type")
+    if kind != "base64":
+        raise InvalidMessage(
+            f"unsupported image source type {kind!r}; only base64 images are supported "
+            "(ctxtrim keeps the image bytes)",
+            f"{p}.source.type",
+        )
+    mt = media_type(required(source, "media_type", f"{p}.source"), f"{p}.source.media_type")
+    data = decode_base64(required(source, "data", f"{p}.source"), f"{p}.source.data")
+    if nested := extra_keys(source, frozenset({"type", "media_type", "data"})):
+        record["source"] = nested
+    return ImageBlock(mt, data)
+
+
+def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | list[Any]:
+    if isinstance(value, str):
+        return value
+    items = expect_list(value, p)
+    out: list[TextBlock | ImageBlock] = []
+    records: list[dict[str, Any]] = []
+    for j, raw in enumerate(items):
+        q = f"{p}[{j}]"
+        part = expect_dict(raw, q)
+        kind = part.get("type")
+        sub: dict[str, Any] = {}
+        if kind == "text":
+            out.append(TextBlock(expect_str(required(part, "text", q), f"{q}.text")))
+            consumed = frozenset({"type", "text"})
+        elif kind == "image":
+            out.append(_image(part, q, sub))
+            consumed = frozenset({"type", "source"})
+        else:
+            raise InvalidMessage(
+                f"unsupported tool result content type {kind!r} (expected text or image)",
+                f"{q}.type",
+            )
+        if keys := extra_keys(part, consumed):
+            sub["keys"] = keys
+        records.append(sub)
+    if any(records):
+        record["content"] = records
+    return out
+
+
+def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
+    kind = expect_str(required(part, "type", p), f"{p}.type")
+    consumed: frozenset[str]
+    block: Block
+    if kind == "text":
+        block = TextBlock(expect_str(required(part, "text", p), f"{p}.text"))
+        consumed = frozenset({"type", "text"})
+    elif kind == "image":
+        block = _image(part, p, record)
+        consumed = frozenset({"type", "source"})
+    elif kind == "tool_use":
+        tid = expect_str(required(part, "id", p), f"{p}.id", nonempty=True)
+        name = expect_str(required(part, "name", p), f"{p}.name", nonempty=True)
+        tool_input = expect_dict(required(part, "input", p), f"{p}.input")
+        block = build(f"{p}.input", ToolUseBlock, tid, name, tool_input)
+        consumed = frozenset({"type", "id", "name", "input"})
+    elif kind == "tool_result":
+        tid = expect_str(required(part, "tool_use_id", p), f"{p}.tool_use_id", nonempty=True)
+        if "content" in part:
+            content = _result_content(part["content"], f"{p}.content", record)
+        else:
+            content = ""
+            record["no_content"] = True
+        is_error = part.get("is_error", False)
+        expect_bool(is_error, f"{p}.is_error")
+        if "is_error" in part and not is_error:
+            record["explicit_is_error"] = True
+        block = ToolResultBlock(tid, content, is_error=is_error)  # type: ignore[arg-type]
+        consumed = frozenset({"type", "tool_use_id", "content", "is_error"})
+    elif kind == "thinking":
+        text = expect_str(required(part, "thinking", p), f"{p}.thinking")
+        signature = expect_str(part.get("signature", ""), f"{p}.signature")
+        if "signature" not in part:
+            record["no_signature"] = True
+        block = ReasoningBlock(text, signature)
+        consumed = frozenset({"type", "thinking", "signature"})
+    elif kind == "redacted_thinking":
+        block = ReasoningBlock("", expect_str(required(part, "data", p), f"{p}.data"), True)
+        consumed = frozenset({"type", "data"})
+    else:
+        raise InvalidMessage(
+            f"unsupported content block type {kind!r} (expected text, image, tool_use, "
+            "tool_result, thinking or redacted_thinking)",
+            f"{p}.type",
+        )
+    if keys := extra_keys(part, consumed):
+        record["keys"] = keys
+    return block
+
+
+def _content(value: Any, path: str, role: str, unit: Unit) -> list[Block]:
+    if isinstance(value, str):
+        unit["form"] = "str"
+        return [TextBlock(value)]
+    parts = expect_list(value, path)
+    blocks: list[Block] = []
+    records: list[dict[str, Any]] = []
+    for j, raw in enumerate(parts):
+        p = f"{path}[{j}]"
+        record: dict[str, Any] = {}
+        block = _block(expect_dict(raw, p), p, record)
+        if type(block) not in _ALLOWED[role]:
+            raise InvalidMessage(
+                f"a {expect_str(raw['type'], p)} block is not allowed in a {role} message",
+                f"{p}.type",
+            )
+        blocks.append(block)
+        records.append(record)
+    finish_parts(unit, records)
+    return blocks
+
+
+def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
+    """Anthropic messages → ctxtrim messages.
+
+    ``data`` is a list of messages or a dict with ``"messages"`` (and optionally
+    ``"system"``); ``system`` (a string or a list of text blocks) may also be given here.
+    Raises :class:`~ctxtrim.errors.InvalidMessage` naming the path, e.g.
+    ``messages[2].content[1].tool_use_id``, for anything malformed.
+    """
+    if isinstance(data, dict):
+        if "messages" not in data:
+            raise InvalidMessage("missing required field", "messages")
+        if "system" in data:
+            if system is not None:
+                raise InvalidMessage("the system prompt is given twice", "system")
+            system = data["system"]
+        data = data["messages"]
+    items = expect_list(data, "messages")
+    out: list[Message] = []
+    if system is not None:
+        unit: Unit = {"t": "message", "n": 0}
+        if isinstance(system, str):
+            blocks: list[Block] = [TextBlock(system)]
+        else:
+            blocks = _content(expect_list(system, "system"), "system", "system", unit)
+            if len(blocks) == 1:
+                unit["form"] = "list"
+        unit["n"] = len(blocks)
+        out.append(make_message("system", blocks, [unit], key=KEY, default=_default, path="system"))
+    for i, raw in enumerate(items):
+        path = f"messages[{i}]"
+        msg = expect_dict(raw, path)
+        role = expect_str(required(msg, "role", path), f"{path}.role")
+        if role not in ("user", "assistant"):
+            hint = " (pass the system prompt as `system`)" if role == "system" else ""
+            raise InvalidMessage(
+                f"unknown role {role!r}; expected user or assistant{hint}", f"{path}.role"
+            )
+        unit = {"t": "message", "n": 0}
+        blocks = _content(required(msg, "content", path), f"{path}.content", role, unit)
+        unit["n"] = len(blocks)
+        if keys := extra_keys(msg, frozenset({"role", "content"})):
+            unit["keys"] = keys
+        out.append(make_message(role, blocks, [unit], key=KEY, default=_default, path=path))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# to
+
+
+def _render_image(b: ImageBlock, record: dict[str, Any]) -> dict[str, Any]:
+    source: dict[str, Any] = {
+        "type": "base64",
+        "media_type": b.media_type,
+        "data": encode_base64(b.data),
+    }
+    if isinstance(record.get("source"), dict):
+        merge_keys(source, {"keys": record["source"]})
+    return {"type": "image", "source": source}
+
+
+def _render_block(b: Block, record: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any]
+    if type(b) is TextBlock:
+        out = {"type": "text", "text": b.text}
+    elif type(b) is ImageBlock:
+        out = _render_image(b, record)
+    elif type(b) is ToolUseBlock:
+        out = {"type": "tool_use", "id": b.id, "name": b.name, "input": b.input}
+    elif type(b) is ToolResultBlock:
+        out = {"type": "tool_result", "tool_use_id": b.tool_use_id}
+        if isinstance(b.content, str):
+            if b.content or not record.get("no_content"):
+                out["content"] = b.content
+        else:
+            subs = record.get("content")
+            items = []
+            for j, item in enumerate(b.content):
+                sub = (
+                    subs[j]
+                    if isinstance(subs, list) and j < len(subs) and isinstance(subs[j], dict)
+                    else {}
+                )
+                rendered = (
+                    {"type": "text", "text": item.text}
+                    if type(item) is TextBlock
+                    else _render_image(item, sub)  # type: ignore[arg-type]
+                )
+                items.append(merge_keys(rendered, sub))
+            out["content"] = items
+        if b.is_error or record.get("explicit_is_error"):
+            out["is_error"] = b.is_error
+    elif type(b) is ReasoningBlock:
+        if b.redacted:
+            out = {"type": "redacted_thinking", "data": b.signature}
+        else:
+            out = {"type": "thinking", "thinking": b.text}
+            if b.signature or not record.get("no_signature"):
+                out["signature"] = b.signature
+    else:  # pragma: no cover - Message validation admits only these blocks
+        raise TypeError(type(b).__name__)
+    return merge_keys(out, record)
+
+
+def _render_content(m: Message, unit: Unit, path: str) -> Any:
+    if unit.get("form") == "str" and len(m.content) == 1 and type(m.content[0]) is TextBlock:
+        return m.content[0].text
+    out = []
+    for k, b in enumerate(m.content):
+        if m.role == "assistant" and type(b) is ImageBlock:
+            raise InvalidMessage(
+                "an image in an assistant message cannot be expressed in the Anthropic format",
+                f"{path}.content[{k}]",
+            )
+        out.append(_render_block(b, part_record(unit, k)))
+    return out
+
+
+def to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
+    """ctxtrim messages → ``{"system": ..., "messages": [...]}`` (``system`` only if the
+    history starts with system messages)."""
+    system_blocks: list[dict[str, Any]] = []
+    system_str: str | None = None
+    out: list[dict[str, Any]] = []
+    n_system = 0
+    for i, m in enumerate(messages):
+        path = f"messages[{i}]"
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
+        unit = units_for(m, KEY, _default, _fits)[0][0]
+        if m.role == "system":
+            if out:
+                raise InvalidMessage(
+                    "a system message after the conversation started cannot be expressed in "
+                    "the Anthropic format (only a leading system prompt can)",
+                    path,
+                )
+            n_system += 1
+            rendered = _render_content(
+                m, {**unit, "form": "str"} if unit.get("form") != "list" else unit, path
+            )
+            if isinstance(rendered, str):
+                system_str = rendered
+                system_blocks.append({"type": "text", "text": rendered})
+            else:
+                system_blocks.extend(rendered)
+            continue
+        d = {"role": m.role, "content": _render_content(m, unit, path)}
+        out.append(merge_keys(d, unit))
+    result: dict[str, Any] = {}
+    if n_system == 1 and system_str is not None:
+        result["system"] = system_str
+    elif n_system:
+        result["system"] = system_blocks
+    result["messages"] = out
+    return result

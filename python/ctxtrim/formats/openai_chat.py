@@ -1,0 +1,363 @@
+"""OpenAI Chat Completions messages ⇄ ctxtrim messages.
+
+Mapping:
+
+* ``system`` and ``developer`` messages → system messages (``developer`` is remembered);
+* ``user`` content (a string or ``text`` / ``image_url`` parts; images as base64 data URLs)
+  → a user message;
+* ``assistant`` content and ``tool_calls`` (``arguments`` is a JSON string) → an assistant
+  message with text blocks followed by ``ToolUseBlock``\\ s;
+* a run of consecutive ``tool`` messages → **one** user message of ``ToolResultBlock``\\ s
+  (ctxtrim's model, Anthropic's too); converting back splits it into one ``tool`` message per
+  result, in order. A ``user`` message right after the tool messages stays its own message;
+* ``name`` ↔ ``Message.name`` (user, assistant and system messages).
+
+What Chat Completions cannot carry, and so is dropped by :func:`to_openai_chat`: reasoning
+blocks, ``ToolResultBlock.is_error`` and ``compact_summary``, ``Message.id``/``turn``/
+``usage``/``meta`` (other than this module's own record), the ``name`` of a message holding
+only tool results, and the order of text relative to tool calls in an assistant message
+(text comes first). Images in assistant messages or in tool results cannot be expressed and
+raise :class:`~ctxtrim.errors.InvalidMessage`, as do system messages with non-text content.
+
+Lossless: fields ctxtrim has no place for (``refusal``, ``annotations``, an image's
+``detail``, the exact text of ``arguments``, a ``developer`` role, content given as a list
+rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written back, so
+``to_openai_chat(from_openai_chat(payload)) == payload``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxtrim.errors import InvalidMessage
+from ctxtrim.messages import (
+    Block,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+from ._common import (
+    Unit,
+    build,
+    data_url,
+    dumps_arguments,
+    expect_dict,
+    expect_list,
+    expect_str,
+    extra_keys,
+    finish_parts,
+    image_from_data_url,
+    loads_arguments,
+    make_message,
+    merge_keys,
+    part_record,
+    required,
+    units_for,
+)
+
+__all__ = ["KEY", "from_openai_chat", "to_openai_chat"]
+
+#: The ``Message.meta`` key holding the Chat Completions fields ctxtrim has no place for.
+KEY = "openai_chat"
+
+_MESSAGE_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+_CALL_KEYS = frozenset({"id", "type", "function"})
+_IMAGE_KEYS = frozenset({"url"})
+
+
+def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
+    """Canonical units of a message's blocks (the role decides for system/assistant)."""
+    if not blocks:
+        return [("any", 0)]
+    kinds = {type(b) for b in blocks}
+    if ToolUseBlock in kinds or ReasoningBlock in kinds or ToolResultBlock not in kinds:
+        return [("any", len(blocks))]
+    out: list[tuple[str, int]] = []
+    for b in blocks:
+        if type(b) is ToolResultBlock:
+            out.append(("tool", 1))
+        elif out and out[-1][0] == "any":
+            out[-1] = ("any", out[-1][1] + 1)
+        else:
+            out.append(("any", 1))
+    return out
+
+
+def _fits(kind: str, blocks: Sequence[Block]) -> bool:
+    if kind == "tool":
+        return len(blocks) == 1 and type(blocks[0]) is ToolResultBlock
+    return kind == "any" and all(type(b) is not ToolResultBlock for b in blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# from
+
+
+def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
+    """A message's ``content`` (string, null or parts) → blocks; records its form."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [TextBlock(value)]
+    parts = expect_list(value, path)
+    blocks: list[Block] = []
+    records: list[dict[str, Any]] = []
+    for j, raw in enumerate(parts):
+        p = f"{path}[{j}]"
+        part = expect_dict(raw, p)
+        kind = expect_str(required(part, "type", p), f"{p}.type")
+        record: dict[str, Any] = {}
+        if kind == "text":
+            blocks.append(build(p, TextBlock, expect_str(required(part, "text", p), f"{p}.text")))
+            keys = extra_keys(part, frozenset({"type", "text"}))
+        elif kind == "image_url" and images:
+            image = expect_dict(required(part, "image_url", p), f"{p}.image_url")
+            blocks.append(
+                image_from_data_url(required(image, "url", f"{p}.image_url"), f"{p}.image_url.url")
+            )
+            keys = extra_keys(part, frozenset({"type", "image_url"}))
+            if nested := extra_keys(image, _IMAGE_KEYS):
+                record["image_url"] = nested
+        else:
+            allowed = "text or image_url" if images else "text"
+            raise InvalidMessage(
+                f"unsupported content part type {kind!r} (expected {allowed})", f"{p}.type"
+            )
+        if keys:
+            record["keys"] = keys
+        records.append(record)
+    if (len(blocks) == 1 and type(blocks[0]) is TextBlock) or not blocks:
+        unit["form"] = "list"  # the canonical rendering would be a string or null
+    finish_parts(unit, records)
+    return blocks
+
+
+def _tool_calls(value: Any, path: str, unit: Unit, first: int) -> list[Block]:
+    calls = expect_list(value, path)
+    out: list[Block] = []
+    records: list[dict[str, Any]] = list(unit.get("parts", [{}] * first))
+    for k, raw in enumerate(calls):
+        p = f"{path}[{k}]"
+        call = expect_dict(raw, p)
+        call_id = expect_str(required(call, "id", p), f"{p}.id", nonempty=True)
+        kind = call.get("type", "function")
+        if kind != "function":
+            raise InvalidMessage(
+                f"unsupported tool call type {kind!r} (expected 'function')", f"{p}.type"
+            )
+        fn = expect_dict(required(call, "function", p), f"{p}.function")
+        name = expect_str(
+            required(fn, "name", f"{p}.function"), f"{p}.function.name", nonempty=True
+        )
+        raw_args = required(fn, "arguments", f"{p}.function")
+        args = loads_arguments(raw_args, f"{p}.function.arguments")
+        out.append(build(p, ToolUseBlock, call_id, name, args))
+        record: dict[str, Any] = {}
+        if raw_args != dumps_arguments(args):
+            record["arguments"] = raw_args  # byte-exact: provider prompt caches key on it
+        if "type" not in call:
+            record["no_type"] = True
+        if keys := extra_keys(call, _CALL_KEYS):
+            record["keys"] = keys
+        if fn_keys := extra_keys(fn, frozenset({"name", "arguments"})):
+            record["function"] = fn_keys
+        records.append(record)
+    finish_parts(unit, records)
+    return out
+
+
+def from_openai_chat(messages: Any) -> list[Message]:
+    """Chat Completions ``messages`` (a list, or a request body with ``"messages"``) → messages.
+
+    Raises :class:`~ctxtrim.errors.InvalidMessage` naming the path, e.g.
+    ``messages[3].tool_calls[0].id``, for anything malformed.
+    """
+    if isinstance(messages, dict) and "messages" in messages:
+        messages = messages["messages"]
+    items = expect_list(messages, "messages")
+    out: list[Message] = []
+    run: list[Block] = []  # consecutive tool messages → one user message
+    run_units: list[Unit] = []
+    run_path = ""
+
+    def flush() -> None:
+        if run:
+            out.append(
+                make_message(
+                    "user", list(run), list(run_units), key=KEY, default=_default, path=run_path
+                )
+            )
+            run.clear()
+            run_units.clear()
+
+    for i, raw in enumerate(items):
+        path = f"messages[{i}]"
+        msg = expect_dict(raw, path)
+        role = expect_str(required(msg, "role", path), f"{path}.role")
+        unit: Unit = {"t": "any", "n": 0}
+        if role == "tool":
+            if not run:
+                run_path = path
+            call_id = expect_str(
+                required(msg, "tool_call_id", path), f"{path}.tool_call_id", nonempty=True
+            )
+            content = required(msg, "content", path)
+            if isinstance(content, str):
+                result = ToolResultBlock(call_id, content)
+            else:
+                blocks = _content(content, f"{path}.content", images=False, unit=unit)
+                unit.pop("form", None)  # a list stays a list for tool results
+                result = build(f"{path}.content", ToolResultBlock, call_id, blocks)
+            unit["t"], unit["n"] = "tool", 1
+            if keys := extra_keys(msg, frozenset({"role", "tool_call_id", "content"})):
+                unit["keys"] = keys
+            run.append(result)
+            run_units.append(unit)
+            continue
+        flush()
+        name = msg.get("name")
+        if name is not None:
+            expect_str(name, f"{path}.name", nonempty=True)
+        if "content" not in msg:
+            if role != "assistant":
+                raise InvalidMessage("missing required field", f"{path}.content")
+            unit["form"] = "absent"
+        if role in ("system", "developer"):
+            blocks = _content(msg.get("content"), f"{path}.content", images=False, unit=unit)
+            if role == "developer":
+                unit["role"] = "developer"
+            ours = "system"
+        elif role == "user":
+            blocks = _content(msg.get("content"), f"{path}.content", images=True, unit=unit)
+            ours = "user"
+        elif role == "assistant":
+            blocks = _content(msg.get("content"), f"{path}.content", images=False, unit=unit)
+            if msg.get("tool_calls") is not None:
+                blocks += _tool_calls(msg["tool_calls"], f"{path}.tool_calls", unit, len(blocks))
+            elif "tool_calls" in msg:
+                unit["null_tool_calls"] = True
+            ours = "assistant"
+        else:
+            raise InvalidMessage(
+                f"unknown role {role!r}; expected system, developer, user, assistant or tool",
+                f"{path}.role",
+            )
+        unit["n"] = len(blocks)
+        if keys := extra_keys(msg, _MESSAGE_KEYS):
+            unit["keys"] = keys
+        out.append(
+            make_message(ours, blocks, [unit], key=KEY, default=_default, name=name, path=path)
+        )
+    flush()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# to
+
+
+def _render_content(blocks: Sequence[Block], unit: Unit) -> Any:
+    texts = [b for b in blocks if type(b) in (TextBlock, ImageBlock)]
+    form = unit.get("form")
+    if not texts and form != "list":
+        return None
+    if len(texts) == 1 and type(texts[0]) is TextBlock and form != "list":
+        return texts[0].text
+    parts: list[dict[str, Any]] = []
+    for k, b in enumerate(blocks):
+        if type(b) is TextBlock:
+            part: dict[str, Any] = {"type": "text", "text": b.text}
+        elif type(b) is ImageBlock:
+            record = part_record(unit, k)
+            image: dict[str, Any] = {"url": data_url(b)}
+            if isinstance(record.get("image_url"), dict):
+                image.update(record["image_url"])
+            part = {"type": "image_url", "image_url": image}
+        else:
+            continue
+        parts.append(merge_keys(part, part_record(unit, k)))
+    return parts
+
+
+def _check_images(blocks: Sequence[Block], path: str, at: int, where: str) -> None:
+    for k, b in enumerate(blocks):
+        if type(b) is ImageBlock:
+            raise InvalidMessage(
+                f"an image in {where} cannot be expressed in OpenAI Chat Completions",
+                f"{path}.content[{at + k}]",
+            )
+
+
+def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """ctxtrim messages → Chat Completions ``messages`` (see the module docstring for what
+    cannot be carried)."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        path = f"messages[{i}]"
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
+        at = 0
+        for unit, blocks in units_for(m, KEY, _default, _fits):
+            d: dict[str, Any]
+            if unit["t"] == "tool":
+                result = blocks[0]
+                assert type(result) is ToolResultBlock
+                if isinstance(result.content, str):
+                    content: Any = result.content
+                else:
+                    _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
+                    content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
+                    for k, part in enumerate(content):
+                        merge_keys(part, part_record(unit, k))
+                d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
+            elif m.role == "system":
+                d = {"role": "developer" if unit.get("role") == "developer" else "system"}
+                if m.name is not None:
+                    d["name"] = m.name
+                d["content"] = _render_content(blocks, unit)
+            elif m.role == "assistant":
+                _check_images(blocks, path, at, "an assistant message")
+                d = {"role": "assistant"}
+                if m.name is not None:
+                    d["name"] = m.name
+                texts = [b for b in blocks if type(b) is TextBlock]
+                if unit.get("form") != "absent" or texts:
+                    d["content"] = _render_content(blocks, unit)
+                calls = []
+                for k, b in enumerate(blocks):
+                    if type(b) is not ToolUseBlock:
+                        continue
+                    record = part_record(unit, k)
+                    raw = record.get("arguments")
+                    args = dumps_arguments(b.input)
+                    if isinstance(raw, str) and raw != args:
+                        try:
+                            if loads_arguments(raw, "") == b.input:
+                                args = raw
+                        except InvalidMessage:
+                            pass
+                    fn: dict[str, Any] = {"name": b.name, "arguments": args}
+                    if isinstance(record.get("function"), dict):
+                        merge_keys(fn, {"keys": record["function"]})
+                    call: dict[str, Any] = {"id": b.id}
+                    if not record.get("no_type"):
+                        call["type"] = "function"
+                    call["function"] = fn
+                    calls.append(merge_keys(call, record))
+                if calls:
+                    d["tool_calls"] = calls
+                elif unit.get("null_tool_calls"):
+                    d["tool_calls"] = None
+            else:
+                d = {"role": "user"}
+                if m.name is not None:
+                    d["name"] = m.name
+                d["content"] = _render_content(blocks, unit)
+            out.append(merge_keys(d, unit))
+            at += len(blocks)
+    return out

@@ -1,0 +1,376 @@
+"""OpenAI Responses API input items ⇄ ctxtrim messages.
+
+Mapping (items are read in order):
+
+* ``message`` items (also the short ``{"role": ..., "content": ...}`` form) with ``user``,
+  ``system`` or ``developer`` roles → a message of that role (``developer`` → system);
+  content is a string or ``input_text`` / ``input_image`` parts (images as base64 data URLs);
+* a run of consecutive assistant-side items — ``reasoning``, assistant ``message``
+  (``output_text`` parts) and ``function_call`` — → **one** assistant message, so parallel
+  calls stay together: ``ReasoningBlock`` (summary texts joined by a blank line,
+  ``encrypted_content`` as the signature), ``TextBlock``\\ s, ``ToolUseBlock``\\ s
+  (``call_id``, ``name``, JSON ``arguments``);
+* a run of consecutive ``function_call_output`` items → one user message of
+  ``ToolResultBlock``\\ s.
+
+Converting back splits each message into items again, one per reasoning block, per tool call,
+per tool result and per run of text/image blocks.
+
+What the Responses format cannot carry, and :func:`to_openai_responses` drops: redacted
+reasoning (Anthropic's ``redacted_thinking``), ``ToolResultBlock.is_error`` and
+``compact_summary``, ``Message.name``/``id``/``turn``/``usage``/``meta`` (other than this
+module's record). Images in assistant messages raise
+:class:`~ctxtrim.errors.InvalidMessage`. Item types other than the four above (built-in tool
+calls such as ``web_search_call``, ``item_reference``) are rejected.
+
+Lossless: item ``id`` and ``status``, ``annotations``/``logprobs`` of output text, an image's
+``detail``, the exact ``arguments`` text, how the summary was split, the short message form
+and the ``developer`` role are kept in ``Message.meta["openai_responses"]`` and written back,
+so ``to_openai_responses(from_openai_responses(items)) == items``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxtrim.errors import InvalidMessage
+from ctxtrim.messages import (
+    Block,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+from ._common import (
+    Unit,
+    build,
+    data_url,
+    dumps_arguments,
+    expect_dict,
+    expect_list,
+    expect_str,
+    extra_keys,
+    finish_parts,
+    image_from_data_url,
+    loads_arguments,
+    make_message,
+    merge_keys,
+    part_record,
+    required,
+    units_for,
+)
+
+__all__ = ["KEY", "SUMMARY_SEPARATOR", "from_openai_responses", "to_openai_responses"]
+
+#: The ``Message.meta`` key holding the Responses fields ctxtrim has no place for.
+KEY = "openai_responses"
+#: Joins the parts of a reasoning summary into one ``ReasoningBlock.text``.
+SUMMARY_SEPARATOR = "\n\n"
+
+_KIND_OF_BLOCK = {
+    ReasoningBlock: "reasoning",
+    ToolUseBlock: "call",
+    ToolResultBlock: "output",
+    TextBlock: "message",
+    ImageBlock: "message",
+}
+
+
+def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for b in blocks:
+        kind = _KIND_OF_BLOCK[type(b)]
+        if kind == "message" and out and out[-1][0] == "message":
+            out[-1] = ("message", out[-1][1] + 1)
+        else:
+            out.append((kind, 1))
+    return out or [("message", 0)]
+
+
+def _fits(kind: str, blocks: Sequence[Block]) -> bool:
+    if kind == "message":
+        return all(type(b) in (TextBlock, ImageBlock) for b in blocks)
+    return len(blocks) == 1 and _KIND_OF_BLOCK[type(blocks[0])] == kind
+
+
+# --------------------------------------------------------------------------------------------
+# from
+
+
+def _parts(value: Any, path: str, *, assistant: bool, unit: Unit) -> list[Block]:
+    """Message content or tool output parts → blocks (records non-canonical details)."""
+    parts = expect_list(value, path)
+    text_type = "output_text" if assistant else "input_text"
+    blocks: list[Block] = []
+    records: list[dict[str, Any]] = []
+    for j, raw in enumerate(parts):
+        p = f"{path}[{j}]"
+        part = expect_dict(raw, p)
+        kind = expect_str(required(part, "type", p), f"{p}.type")
+        record: dict[str, Any] = {}
+        if kind in ("input_text", "output_text"):
+            text = expect_str(required(part, "text", p), f"{p}.text")
+            blocks.append(TextBlock(text))
+            consumed = frozenset({"type", "text"})
+            if kind != text_type:
+                record["type"] = kind
+        elif kind == "input_image" and not assistant:
+            blocks.append(image_from_data_url(required(part, "image_url", p), f"{p}.image_url"))
+            consumed = frozenset({"type", "image_url"})
+        else:
+            allowed = "output_text" if assistant else "input_text or input_image"
+            raise InvalidMessage(
+                f"unsupported content part type {kind!r} (expected {allowed})", f"{p}.type"
+            )
+        if keys := extra_keys(part, consumed):
+            record["keys"] = keys
+        records.append(record)
+    finish_parts(unit, records)
+    return blocks
+
+
+_ASSISTANT_SIDE = frozenset({"reasoning", "function_call"})
+
+
+def from_openai_responses(items: Any) -> list[Message]:
+    """Responses ``input`` items (a list, or a request body with ``"input"``) → messages.
+
+    Raises :class:`~ctxtrim.errors.InvalidMessage` naming the path, e.g.
+    ``input[4].call_id``, for anything malformed.
+    """
+    if isinstance(items, dict) and "input" in items:
+        items = items["input"]
+    if isinstance(items, str):  # the API's shorthand for one user message
+        items = [{"role": "user", "content": items}]
+    seq = expect_list(items, "input")
+    out: list[Message] = []
+    group: list[Block] = []
+    units: list[Unit] = []
+    group_role = ""
+    group_path = ""
+
+    def flush() -> None:
+        nonlocal group_role
+        if group_role:
+            out.append(
+                make_message(
+                    "user" if group_role == "results" else group_role,
+                    list(group),
+                    list(units),
+                    key=KEY,
+                    default=_default,
+                    path=group_path,
+                )
+            )
+        group.clear()
+        units.clear()
+        group_role = ""
+
+    def join(role: str, path: str) -> None:
+        nonlocal group_role, group_path
+        if group_role != role:
+            flush()
+            group_role, group_path = role, path
+
+    for i, raw in enumerate(seq):
+        path = f"input[{i}]"
+        item = expect_dict(raw, path)
+        kind = item.get("type")
+        unit: Unit = {"t": "", "n": 1}
+        if kind is None or kind == "message":
+            if kind is None:
+                if "role" not in item:
+                    raise InvalidMessage("missing required field", f"{path}.type")
+                unit["short"] = True
+            role = expect_str(required(item, "role", path), f"{path}.role")
+            if role not in ("user", "system", "developer", "assistant"):
+                raise InvalidMessage(
+                    f"unknown role {role!r}; expected user, system, developer or assistant",
+                    f"{path}.role",
+                )
+            assistant = role == "assistant"
+            content = required(item, "content", path)
+            if isinstance(content, str):
+                blocks: list[Block] = [TextBlock(content)]
+                if assistant:
+                    unit["form"] = "str"
+            else:
+                blocks = _parts(content, f"{path}.content", assistant=assistant, unit=unit)
+                if not assistant and len(blocks) == 1 and type(blocks[0]) is TextBlock:
+                    unit["form"] = "list"
+            unit["t"], unit["n"] = "message", len(blocks)
+            if role == "developer":
+                unit["role"] = "developer"
+            consumed = frozenset({"type", "role", "content"})
+            if assistant:
+                join("assistant", path)
+            else:
+                flush()
+                group_role, group_path = ("system" if role == "developer" else role), path
+        elif kind == "function_call":
+            call_id = expect_str(required(item, "call_id", path), f"{path}.call_id", nonempty=True)
+            name = expect_str(required(item, "name", path), f"{path}.name", nonempty=True)
+            raw_args = required(item, "arguments", path)
+            args = loads_arguments(raw_args, f"{path}.arguments")
+            blocks = [build(path, ToolUseBlock, call_id, name, args)]
+            if raw_args != dumps_arguments(args):
+                unit["arguments"] = raw_args  # byte-exact: provider prompt caches key on it
+            unit["t"] = "call"
+            consumed = frozenset({"type", "call_id", "name", "arguments"})
+            join("assistant", path)
+        elif kind == "function_call_output":
+            call_id = expect_str(required(item, "call_id", path), f"{path}.call_id", nonempty=True)
+            output = required(item, "output", path)
+            if isinstance(output, str):
+                result = ToolResultBlock(call_id, output)
+            else:
+                parts = _parts(output, f"{path}.output", assistant=False, unit=unit)
+                result = build(f"{path}.output", ToolResultBlock, call_id, parts)
+            blocks = [result]
+            unit["t"] = "output"
+            consumed = frozenset({"type", "call_id", "output"})
+            join("results", path)  # never merges with a user message item
+        elif kind == "reasoning":
+            summary = expect_list(required(item, "summary", path), f"{path}.summary")
+            texts = []
+            for j, raw_part in enumerate(summary):
+                p = f"{path}.summary[{j}]"
+                part = expect_dict(raw_part, p)
+                if part.get("type") != "summary_text":
+                    raise InvalidMessage("expected a summary_text part", f"{p}.type")
+                texts.append(expect_str(required(part, "text", p), f"{p}.text"))
+            text = SUMMARY_SEPARATOR.join(texts)
+            canonical = [{"type": "summary_text", "text": text}] if text else []
+            if summary != canonical:
+                unit["summary"] = summary
+            encrypted = item.get("encrypted_content")
+            if encrypted is None:
+                if "encrypted_content" in item:
+                    unit["null_encrypted"] = True
+                signature = ""
+            else:
+                signature = expect_str(encrypted, f"{path}.encrypted_content")
+            blocks = [build(path, ReasoningBlock, text, signature)]
+            unit["t"] = "reasoning"
+            consumed = frozenset({"type", "summary", "encrypted_content"})
+            join("assistant", path)
+        else:
+            raise InvalidMessage(
+                f"unsupported item type {kind!r} (expected message, function_call, "
+                "function_call_output or reasoning)",
+                f"{path}.type",
+            )
+        if keys := extra_keys(item, consumed):
+            unit["keys"] = keys
+        group.extend(blocks)
+        units.append(unit)
+    flush()
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# to
+
+
+def _render_parts(blocks: Sequence[Block], unit: Unit, *, assistant: bool) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for k, b in enumerate(blocks):
+        record = part_record(unit, k)
+        if type(b) is TextBlock:
+            ptype = record.get("type")
+            if ptype not in ("input_text", "output_text"):
+                ptype = "output_text" if assistant else "input_text"
+            part: dict[str, Any] = {"type": ptype, "text": b.text}
+        elif type(b) is ImageBlock:
+            part = {"type": "input_image", "image_url": data_url(b)}
+        else:  # pragma: no cover - _fits guarantees text or image
+            continue
+        parts.append(merge_keys(part, record))
+    return parts
+
+
+def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """ctxtrim messages → Responses ``input`` items (see the module docstring for what cannot
+    be carried)."""
+    out: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        path = f"messages[{i}]"
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
+        at = 0
+        for unit, blocks in units_for(m, KEY, _default, _fits):
+            kind = unit["t"]
+            item: dict[str, Any]
+            if kind == "message":
+                assistant = m.role == "assistant"
+                if assistant:
+                    for k, b in enumerate(blocks):
+                        if type(b) is ImageBlock:
+                            raise InvalidMessage(
+                                "an image in an assistant message cannot be expressed in the "
+                                "OpenAI Responses format",
+                                f"{path}.content[{at + k}]",
+                            )
+                role = (
+                    "developer"
+                    if m.role == "system" and unit.get("role") == "developer"
+                    else m.role
+                )
+                single = len(blocks) == 1 and type(blocks[0]) is TextBlock
+                as_str = single and (
+                    unit.get("form") == "str" if assistant else unit.get("form") != "list"
+                )
+                content: Any = (
+                    blocks[0].text  # type: ignore[union-attr]
+                    if as_str
+                    else _render_parts(blocks, unit, assistant=assistant)
+                )
+                item = {"role": role, "content": content}
+                if not unit.get("short"):
+                    item = {"type": "message", **item}
+            elif kind == "call":
+                b = blocks[0]
+                assert type(b) is ToolUseBlock
+                args = dumps_arguments(b.input)
+                raw = unit.get("arguments")
+                if isinstance(raw, str) and raw != args:
+                    try:
+                        if loads_arguments(raw, "") == b.input:
+                            args = raw
+                    except InvalidMessage:
+                        pass
+                item = {"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}
+            elif kind == "output":
+                r = blocks[0]
+                assert type(r) is ToolResultBlock
+                output: Any = (
+                    r.content
+                    if isinstance(r.content, str)
+                    else _render_parts(r.content, unit, assistant=False)
+                )
+                item = {"type": "function_call_output", "call_id": r.tool_use_id, "output": output}
+            else:
+                rb = blocks[0]
+                assert type(rb) is ReasoningBlock
+                if rb.redacted:
+                    at += len(blocks)
+                    continue
+                summary = unit.get("summary")
+                if not (
+                    isinstance(summary, list)
+                    and all(isinstance(s, dict) and isinstance(s.get("text"), str) for s in summary)
+                    and SUMMARY_SEPARATOR.join(s["text"] for s in summary) == rb.text
+                ):
+                    summary = [{"type": "summary_text", "text": rb.text}] if rb.text else []
+                item = {"type": "reasoning", "summary": summary}
+                if rb.signature:
+                    item["encrypted_content"] = rb.signature
+                elif unit.get("null_encrypted"):
+                    item["encrypted_content"] = None
+            out.append(merge_keys(item, unit))
+            at += len(blocks)
+    return out
