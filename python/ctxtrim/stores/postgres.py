@@ -6,8 +6,14 @@ Schema (created by versioned migrations, see :data:`MIGRATIONS`)::
     ctxtrim_schema(version)                     applied migrations
     ctxtrim_sessions(session_id PK, generation, first_seq, next_seq,
                      input_tokens, output_tokens, created_at, updated_at)
-    ctxtrim_messages(session_id, seq, message_id, tokens, checksum, payload text,
-                     PK (session_id, seq), UNIQUE (session_id, message_id))
+    ctxtrim_messages(session_id, seq, client_id, tokens, checksum, payload text,
+                     PK (session_id, seq), UNIQUE (session_id, client_id))
+
+in the PostgreSQL schema named by ``schema=`` (default ``public``; checked against
+``[a-z_][a-z0-9_]{0,40}`` and composed as a quoted ``psycopg.sql.Identifier``), so several
+applications or test runs can share one database without seeing each other's sessions.
+``client_id`` is the message's ``id`` when the store was opened with ``idempotent_ids=True``
+(a retried append is then stored once), else NULL.
 
 Invariants:
 
@@ -23,13 +29,15 @@ Invariants:
   NUL travels JSON-escaped as ``\\u0000``), with a CRC-32 checked on every read and the token
   count used by ``load_log()``. Session ids and everything else are bound parameters; no
   identifier is ever built from input.
-* Migrations run under ``pg_advisory_xact_lock`` in one transaction, so any number of
+* Migrations run under a per-schema ``pg_advisory_xact_lock`` in one transaction, so any number of
   processes may open a fresh database at once; a database migrated by a newer ctxtrim is
   refused rather than written.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Sequence
@@ -56,6 +64,7 @@ from ctxtrim.tokens import TokenCounter
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg import sql
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -80,19 +89,18 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE ctxtrim_messages (
         session_id text NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
         seq        bigint NOT NULL,
-        message_id text,
+        client_id  text,
         tokens     integer NOT NULL,
         checksum   bigint NOT NULL,
         payload    text NOT NULL,
         PRIMARY KEY (session_id, seq)
     );
-    CREATE UNIQUE INDEX ctxtrim_messages_id ON ctxtrim_messages (session_id, message_id)
-        WHERE message_id IS NOT NULL;
+    CREATE UNIQUE INDEX messages_client_id ON ctxtrim_messages (session_id, client_id)
+        WHERE client_id IS NOT NULL;
     """,
 )
 
-# An arbitrary constant: the advisory lock every ctxtrim migrator takes ("ctxtrim" in hex).
-_MIGRATION_LOCK = 0x637478747269_6D
+_SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,40}")
 
 # Take (or create) the session row lock and reserve n seqs, then insert the batch at them.
 _APPEND_SQL = """
@@ -102,13 +110,23 @@ WITH s AS (
         SET next_seq = t.next_seq + %(n)s, updated_at = now()
     RETURNING t.next_seq - %(n)s AS base
 )
-INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens, checksum, payload)
+INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens, checksum, payload)
 SELECT %(sid)s, s.base + m.i - 1, m.mid, m.tok, m.crc, m.payload
 FROM s, unnest(%(mids)s::text[], %(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
     WITH ORDINALITY AS m(mid, tok, crc, payload, i)
 """
 
-_migrated: weakref.WeakSet[AsyncConnectionPool] = weakref.WeakSet()
+# Schemas already migrated through a pool (opening another store on it runs no migration).
+_migrated: weakref.WeakKeyDictionary[AsyncConnectionPool, set[str]] = weakref.WeakKeyDictionary()
+
+
+@functools.lru_cache(maxsize=512)
+def _q(schema: str, text: str) -> sql.Composed:
+    """``text`` (always a constant of this module) with its tables qualified by ``schema``,
+    composed as a quoted identifier: the only non-literal identifier in any query."""
+    return sql.SQL(text.replace("ctxtrim_", "{schema}.ctxtrim_")).format(
+        schema=sql.Identifier(schema)
+    )
 
 
 def _store_error(e: BaseException) -> StoreError:
@@ -126,25 +144,34 @@ async def _mapped() -> AsyncIterator[None]:
         raise _store_error(e) from e
 
 
-async def migrate(conn: psycopg.AsyncConnection[Any]) -> int:
-    """Bring the schema to the latest version under the migration advisory lock; returns
-    the version. Raises :class:`StoreError` if the database is newer than this library."""
+async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = "public") -> int:
+    """Bring ``schema`` to the latest version under the schema's migration advisory lock
+    (concurrent openers queue instead of racing); returns the version. Raises
+    :class:`StoreError` if the schema was migrated by a newer ctxtrim."""
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         await conn.execute(
-            "CREATE TABLE IF NOT EXISTS ctxtrim_schema (version integer PRIMARY KEY)"
+            "SELECT pg_advisory_xact_lock(hashtextextended('ctxtrim:' || %s, 0))", (schema,)
         )
-        cur = await conn.execute("SELECT coalesce(max(version), 0) FROM ctxtrim_schema")
+        cur = await conn.execute("SELECT to_regnamespace(%s) IS NULL", (schema,))
+        row = await cur.fetchone()
+        if row and row[0]:
+            await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        await conn.execute(
+            _q(schema, "CREATE TABLE IF NOT EXISTS ctxtrim_schema (version integer PRIMARY KEY)")
+        )
+        cur = await conn.execute(_q(schema, "SELECT coalesce(max(version), 0) FROM ctxtrim_schema"))
         row = await cur.fetchone()
         version = int(row[0]) if row else 0
         if version > len(MIGRATIONS):
             raise StoreError(
-                f"the database schema is version {version}; this ctxtrim knows up to "
+                f"schema {schema!r} is at version {version}; this ctxtrim knows up to "
                 f"{len(MIGRATIONS)} — upgrade ctxtrim"
             )
         for v in range(version, len(MIGRATIONS)):
-            await conn.execute(MIGRATIONS[v])  # constants only: nothing from input
-            await conn.execute("INSERT INTO ctxtrim_schema (version) VALUES (%s)", (v + 1,))
+            await conn.execute(_q(schema, MIGRATIONS[v]))
+            await conn.execute(
+                _q(schema, "INSERT INTO ctxtrim_schema (version) VALUES (%s)"), (v + 1,)
+            )
     return len(MIGRATIONS)
 
 
@@ -175,6 +202,8 @@ class PostgresContextStore(ContextStore):
     _counter: TokenCounter | None
     _max_bytes: int
     _closed: bool
+    _schema: str
+    _idempotent: bool
 
     def __init__(self) -> None:
         raise TypeError("use `await PostgresContextStore.open(dsn, session_id)`")
@@ -190,10 +219,18 @@ class PostgresContextStore(ContextStore):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         connect_timeout: float = 10.0,
         max_connections: int = 4,
+        schema: str = "public",
+        idempotent_ids: bool = False,
     ) -> PostgresContextStore:
         """Connect, run any missing migrations (under the advisory lock) and return the
         store. Raises :class:`~ctxtrim.errors.StoreError` (cause: the driver's error) when
-        the server cannot be reached."""
+        the server cannot be reached.
+
+        ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
+        message whose id is already stored with the same content stores nothing (a retry
+        after a lost acknowledgement); with different content the batch is refused."""
+        if not isinstance(schema, str) or not _SCHEMA_RE.fullmatch(schema):
+            raise ValueError(f"schema must match [a-z_][a-z0-9_]{{0,40}}, got {schema!r}")
         sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
         check_max_message_bytes(max_message_bytes)
         owned = pool is None
@@ -205,7 +242,7 @@ class PostgresContextStore(ContextStore):
                     dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
                 )
                 try:
-                    await migrate(conn)
+                    await migrate(conn, schema)
                 finally:
                     await conn.close()
             pool = AsyncConnectionPool(
@@ -218,25 +255,38 @@ class PostgresContextStore(ContextStore):
             )
             async with _mapped():
                 await pool.open(wait=True, timeout=connect_timeout)
-            _migrated.add(pool)
-        elif pool not in _migrated:
+            _migrated.setdefault(pool, set()).add(schema)
+        elif schema not in _migrated.get(pool, ()):
             async with _mapped(), pool.connection() as conn:
                 await conn.set_autocommit(True)
-                await migrate(conn)
-            _migrated.add(pool)
-        return cls._make(_Shared(pool, owned), sid, counter, max_message_bytes)
+                await migrate(conn, schema)
+            _migrated.setdefault(pool, set()).add(schema)
+        return cls._make(
+            _Shared(pool, owned), sid, counter, max_message_bytes, schema, bool(idempotent_ids)
+        )
 
     @classmethod
     def _make(
-        cls, shared: _Shared, session_id: str, counter: TokenCounter | None, max_bytes: int
+        cls,
+        shared: _Shared,
+        session_id: str,
+        counter: TokenCounter | None,
+        max_bytes: int,
+        schema: str,
+        idempotent: bool,
     ) -> PostgresContextStore:
         self = cls.__new__(cls)
+        self._schema = schema
+        self._idempotent = idempotent
         self.__dict__["_session_id"] = session_id
         self._shared = shared
         self._counter = counter
         self._max_bytes = max_bytes
         self._closed = False
         return self
+
+    def _sql(self, text: str) -> sql.Composed:
+        return _q(self._schema, text)
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
@@ -253,18 +303,20 @@ class PostgresContextStore(ContextStore):
         await self.append_many([message])
 
     async def append_many(self, messages: Sequence[Message]) -> None:
-        """Append atomically. A message whose ``id`` is already stored with the same content
-        is skipped (a retried append); with different content the whole batch is refused
-        with :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        """Append atomically (one statement). With ``idempotent_ids``, a message whose
+        ``id`` is already stored with the same content is skipped (a retried append); with
+        different content the whole batch is refused with
+        :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         texts = [p.decode("utf-8") for p in payloads]
+        ids = [m.id if self._idempotent else None for m in messages]
         by_id: dict[str, str] = {}
-        for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
-            if m.id is not None and by_id.setdefault(m.id, text) != text:
+        for i, (mid, text) in enumerate(zip(ids, texts, strict=True)):
+            if mid is not None and by_id.setdefault(mid, text) != text:
                 raise InvalidMessage(
-                    f"id {m.id!r} appears twice in the batch with different content",
+                    f"id {mid!r} appears twice in the batch with different content",
                     f"messages[{i}].id",
                 )
         if not messages:
@@ -274,34 +326,36 @@ class PostgresContextStore(ContextStore):
             async with self._conn() as conn:
                 if by_id:
                     cur = await conn.execute(
-                        "SELECT message_id, payload FROM ctxtrim_messages"
-                        " WHERE session_id = %s AND message_id = ANY(%s)",
+                        self._sql(
+                            "SELECT client_id, payload FROM ctxtrim_messages"
+                            " WHERE session_id = %s AND client_id = ANY(%s)"
+                        ),
                         (self.session_id, list(by_id)),
                     )
                     stored = dict(await cur.fetchall())
-                    for i, m in enumerate(messages):
-                        if m.id in stored and stored[m.id] != texts[i]:
+                    for i, mid in enumerate(ids):
+                        if mid in stored and stored[mid] != texts[i]:
                             raise InvalidMessage(
-                                f"id {m.id!r} is already stored with different content",
+                                f"id {mid!r} is already stored with different content",
                                 f"messages[{i}].id",
                             )
                     seen: set[str] = set()
                     keep = []
-                    for i, m in enumerate(messages):
-                        if m.id is None:
+                    for i, mid in enumerate(ids):
+                        if mid is None:
                             keep.append(i)
-                        elif m.id not in stored and m.id not in seen:
-                            seen.add(m.id)
+                        elif mid not in stored and mid not in seen:
+                            seen.add(mid)
                             keep.append(i)
                     if not keep:
                         return
                 try:
                     await conn.execute(
-                        _APPEND_SQL,
+                        self._sql(_APPEND_SQL),
                         {
                             "sid": self.session_id,
                             "n": len(keep),
-                            "mids": [messages[i].id for i in keep],
+                            "mids": [ids[i] for i in keep],
                             "toks": [counts[i] for i in keep],
                             "crcs": [payload_checksum(payloads[i]) for i in keep],
                             "payloads": [texts[i] for i in keep],
@@ -318,14 +372,16 @@ class PostgresContextStore(ContextStore):
     async def clear(self) -> None:
         async with self._conn() as conn, conn.transaction():
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions AS t (session_id, generation) VALUES (%s, 1)"
-                " ON CONFLICT (session_id) DO UPDATE SET generation = t.generation + 1,"
-                " first_seq = t.next_seq, input_tokens = 0, output_tokens = 0,"
-                " updated_at = now()",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions AS t (session_id, generation) VALUES (%s, 1)"
+                    " ON CONFLICT (session_id) DO UPDATE SET generation = t.generation + 1,"
+                    " first_seq = t.next_seq, input_tokens = 0, output_tokens = 0,"
+                    " updated_at = now()"
+                ),
                 (self.session_id,),
             )
             await conn.execute(
-                "DELETE FROM ctxtrim_messages WHERE session_id = %s", (self.session_id,)
+                self._sql("DELETE FROM ctxtrim_messages WHERE session_id = %s"), (self.session_id,)
             )
 
     async def replace_prefix(
@@ -339,12 +395,16 @@ class PostgresContextStore(ContextStore):
         sid = self.session_id
         async with self._conn() as conn, conn.transaction():
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
+                ),
                 (sid,),
             )
             cur = await conn.execute(
-                "SELECT generation, first_seq, next_seq FROM ctxtrim_sessions"
-                " WHERE session_id = %s FOR UPDATE",
+                self._sql(
+                    "SELECT generation, first_seq, next_seq FROM ctxtrim_sessions"
+                    " WHERE session_id = %s FOR UPDATE"
+                ),
                 (sid,),
             )
             row = await cur.fetchone()
@@ -359,45 +419,55 @@ class PostgresContextStore(ContextStore):
             cut = first + upto
             new_first = cut - len(messages)
             await conn.execute(
-                "DELETE FROM ctxtrim_messages WHERE session_id = %s AND seq < %s", (sid, cut)
+                self._sql("DELETE FROM ctxtrim_messages WHERE session_id = %s AND seq < %s"),
+                (sid, cut),
             )
             if messages:
                 await conn.execute(
-                    "INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens,"
-                    " checksum, payload) SELECT %s, %s + m.i - 1, m.mid, m.tok, m.crc, m.payload"
-                    " FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])"
-                    " WITH ORDINALITY AS m(mid, tok, crc, payload, i)",
+                    self._sql(
+                        "INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens,"
+                        " checksum, payload)"
+                        " SELECT %s, %s + m.i - 1, m.mid, m.tok, m.crc, m.payload"
+                        " FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])"
+                        " WITH ORDINALITY AS m(mid, tok, crc, payload, i)"
+                    ),
                     (
                         sid,
                         new_first,
-                        [m.id for m in messages],
+                        [m.id if self._idempotent else None for m in messages],
                         counts,
                         [payload_checksum(p) for p in payloads],
                         [p.decode("utf-8") for p in payloads],
                     ),
                 )
             await conn.execute(
-                "UPDATE ctxtrim_sessions SET generation = generation + 1, first_seq = %s,"
-                " updated_at = now() WHERE session_id = %s",
+                self._sql(
+                    "UPDATE ctxtrim_sessions SET generation = generation + 1, first_seq = %s,"
+                    " updated_at = now() WHERE session_id = %s"
+                ),
                 (new_first, sid),
             )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         async with self._conn() as conn:
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
-                " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
-                " input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
+                    " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
+                    " input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens"
+                ),
                 (self.session_id, int(input_tokens), int(output_tokens)),
             )
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         async with self._conn() as conn:
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
-                " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
-                " input_tokens = t.input_tokens + EXCLUDED.input_tokens,"
-                " output_tokens = t.output_tokens + EXCLUDED.output_tokens",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
+                    " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
+                    " input_tokens = t.input_tokens + EXCLUDED.input_tokens,"
+                    " output_tokens = t.output_tokens + EXCLUDED.output_tokens"
+                ),
                 (self.session_id, int(input_tokens), int(output_tokens)),
             )
 
@@ -421,15 +491,19 @@ class PostgresContextStore(ContextStore):
         async with self._conn() as conn:
             if limit is None:
                 cur = await conn.execute(
-                    "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
-                    " WHERE session_id = %s ORDER BY seq",
+                    self._sql(
+                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                        " WHERE session_id = %s ORDER BY seq"
+                    ),
                     (self.session_id,),
                 )
                 rows = await cur.fetchall()
             else:
                 cur = await conn.execute(
-                    "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
-                    " WHERE session_id = %s ORDER BY seq DESC LIMIT %s",
+                    self._sql(
+                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                        " WHERE session_id = %s ORDER BY seq DESC LIMIT %s"
+                    ),
                     (self.session_id, limit),
                 )
                 rows = (await cur.fetchall())[::-1]
@@ -439,9 +513,11 @@ class PostgresContextStore(ContextStore):
         """Generation and history from one statement (one MVCC snapshot)."""
         async with self._conn() as conn:
             cur = await conn.execute(
-                "SELECT s.generation, m.seq, m.tokens, m.checksum, m.payload"
-                " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
-                " ON m.session_id = s.session_id WHERE s.session_id = %s ORDER BY m.seq",
+                self._sql(
+                    "SELECT s.generation, m.seq, m.tokens, m.checksum, m.payload"
+                    " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
+                    " ON m.session_id = s.session_id WHERE s.session_id = %s ORDER BY m.seq"
+                ),
                 (self.session_id,),
             )
             rows = await cur.fetchall()
@@ -458,7 +534,7 @@ class PostgresContextStore(ContextStore):
     async def generation(self) -> int:
         async with self._conn() as conn:
             cur = await conn.execute(
-                "SELECT generation FROM ctxtrim_sessions WHERE session_id = %s",
+                self._sql("SELECT generation FROM ctxtrim_sessions WHERE session_id = %s"),
                 (self.session_id,),
             )
             row = await cur.fetchone()
@@ -472,7 +548,9 @@ class PostgresContextStore(ContextStore):
     async def get_context_tokens(self) -> tuple[int, int]:
         async with self._conn() as conn:
             cur = await conn.execute(
-                "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s",
+                self._sql(
+                    "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
+                ),
                 (self.session_id,),
             )
             row = await cur.fetchone()
@@ -485,48 +563,46 @@ class PostgresContextStore(ContextStore):
         async with self._conn() as conn, conn.transaction():
             # The parent's row lock: no append or rewrite lands between the two copies.
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
+                ),
                 (self.session_id,),
             )
             await conn.execute(
-                "INSERT INTO ctxtrim_sessions (session_id, generation, first_seq, next_seq,"
-                " input_tokens, output_tokens) SELECT %s, generation, first_seq, next_seq,"
-                " input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
-                " FOR UPDATE",
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions (session_id, generation, first_seq, next_seq,"
+                    " input_tokens, output_tokens) SELECT %s, generation, first_seq, next_seq,"
+                    " input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
+                    " FOR UPDATE"
+                ),
                 (child_id, self.session_id),
             )
             await conn.execute(
-                "INSERT INTO ctxtrim_messages (session_id, seq, message_id, tokens, checksum,"
-                " payload) SELECT %s, seq, message_id, tokens, checksum, payload"
-                " FROM ctxtrim_messages WHERE session_id = %s",
+                self._sql(
+                    "INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens, checksum,"
+                    " payload) SELECT %s, seq, client_id, tokens, checksum, payload"
+                    " FROM ctxtrim_messages WHERE session_id = %s"
+                ),
                 (child_id, self.session_id),
             )
         self._shared.users += 1
-        return self._make(self._shared, child_id, self._counter, self._max_bytes)
+        return self._make(
+            self._shared, child_id, self._counter, self._max_bytes, self._schema, self._idempotent
+        )
 
     async def list_sessions(self) -> list[SessionInfo]:
-        """Every session in the database, oldest first."""
+        """Every session in this store's schema, oldest first."""
         async with self._conn() as conn:
             cur = await conn.execute(
-                "SELECT session_id, next_seq - first_seq, created_at, input_tokens,"
-                " output_tokens FROM ctxtrim_sessions ORDER BY created_at, session_id"
+                self._sql(
+                    "SELECT session_id, next_seq - first_seq, created_at, input_tokens,"
+                    " output_tokens FROM ctxtrim_sessions ORDER BY created_at, session_id"
+                )
             )
             sessions = await cur.fetchall()
             out = []
             for sid, count, created, tin, tout in sessions:
-                text = ""
-                if count:
-                    cur = await conn.execute(
-                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
-                        ' WHERE session_id = %s AND payload LIKE \'{"role":"user"%%\''
-                        " ORDER BY seq LIMIT 16",
-                        (sid,),
-                    )
-                    rows = await cur.fetchall()
-                    text = preview(
-                        decode_payload(p.encode("utf-8"), session_id=sid, seq=s, checksum=c)
-                        for s, _, c, p in rows
-                    )
+                text = await self._preview(conn, sid) if count else ""
                 out.append(
                     SessionInfo(
                         session_id=sid,
@@ -538,6 +614,30 @@ class PostgresContextStore(ContextStore):
                     )
                 )
         return out
+
+    async def _preview(self, conn: psycopg.AsyncConnection[Any], sid: str) -> str:
+        """The first user text: user rows only (payloads start with their role), read a
+        page at a time until one has text (usually the first page)."""
+        after = None
+        while True:
+            cur = await conn.execute(
+                self._sql(
+                    "SELECT seq, checksum, payload FROM ctxtrim_messages WHERE session_id = %s"
+                    " AND payload LIKE %s AND (%s::bigint IS NULL OR seq > %s)"
+                    " ORDER BY seq LIMIT 32"
+                ),
+                (sid, '{"role":"user"%', after, after),
+            )
+            rows = await cur.fetchall()
+            if not rows:
+                return ""
+            found = preview(
+                decode_payload(p.encode("utf-8"), session_id=sid, seq=seq, checksum=c)
+                for seq, c, p in rows
+            )
+            if found:
+                return found
+            after = rows[-1][0]
 
     async def close(self) -> None:
         if not self._closed:

@@ -66,10 +66,16 @@ _PREFIX_RE = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")
 _CHUNK = 1000  # Lua's unpack() has a stack limit; push in chunks this size
 _PREVIEW_SCAN = 32
 
-# Shared prologue: create the meta hash on first write, refresh the TTL on every write.
+# Shared prologue: refuse keys of the wrong type before writing anything (a script is not
+# rolled back when a command fails half-way), create the meta hash on first write, refresh
+# the TTL on every write.
 # KEYS: meta, log, ids.  ARGV[1] sid, ARGV[2] now ms, ARGV[3] ttl ms (0 = none).
 _PROLOGUE = """
 local meta, log, ids = KEYS[1], KEYS[2], KEYS[3]
+for k, key in ipairs(KEYS) do
+  local t = redis.call('TYPE', key).ok
+  if t ~= 'none' and t ~= ((k == 2) and 'list' or 'hash') then return {-5, k} end
+end
 local created = 0
 if redis.call('EXISTS', meta) == 0 then
   redis.call('HSET', meta, 'sid', ARGV[1], 'gen', 0, 'created', ARGV[2], 'in', 0, 'out', 0)
@@ -263,6 +269,7 @@ class RedisContextStore(ContextStore):
     _sessions_key: str
     _registered: bool
     _closed: bool
+    _idempotent: bool
 
     def __init__(self) -> None:
         raise TypeError("use `await RedisContextStore.open(url, session_id, prefix=...)`")
@@ -279,10 +286,15 @@ class RedisContextStore(ContextStore):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         client: aioredis.Redis | None = None,
         connect_timeout: float = 5.0,
+        idempotent_ids: bool = False,
     ) -> RedisContextStore:
         """Connect (or use ``client``, which the store then does not close) and check the
         server answers and is Redis ≥ 7. Raises :class:`~ctxtrim.errors.StoreError` with the
-        driver's error as the cause when it cannot."""
+        driver's error as the cause when it cannot.
+
+        ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
+        message whose id is already stored with the same content stores nothing (a retry
+        after a lost acknowledgement); with different content the batch is refused."""
         if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
             raise ValueError(f"prefix must match [A-Za-z0-9_.:/-]{{1,64}}, got {prefix!r}")
         sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
@@ -305,7 +317,9 @@ class RedisContextStore(ContextStore):
             if owned:
                 await client.aclose()
             raise StoreError(f"RedisContextStore needs Redis >= 7, the server is {version}")
-        return cls._make(_Shared(client, owned), prefix, sid, counter, ttl, max_message_bytes)
+        self = cls._make(_Shared(client, owned), prefix, sid, counter, ttl, max_message_bytes)
+        self._idempotent = bool(idempotent_ids)
+        return self
 
     @classmethod
     def _make(
@@ -329,6 +343,7 @@ class RedisContextStore(ContextStore):
         self._sessions_key = f"{prefix}:sessions"
         self._registered = False
         self._closed = False
+        self._idempotent = False
         return self
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -348,9 +363,14 @@ class RedisContextStore(ContextStore):
 
     async def _run(self, script: Any, extra: Sequence[bytes | str | int]) -> list[int]:
         await self._register()
-        self._r  # noqa: B018 - raises if closed
         args: list[bytes | str | int] = [self.session_id, _now_ms(), self._ttl_ms, *extra]
         result: list[int] = await _call(script(keys=self._keys, args=args))
+        if result[0] == -5:
+            raise StoreError(
+                f"WRONGTYPE: key {self._keys[result[1] - 1]!r} of session {self.session_id!r}"
+                " holds a value of another type (written by something other than ctxtrim);"
+                " nothing was changed"
+            )
         if result[0] == 1:  # (re)created, e.g. after the TTL expired it: list it again
             await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
         return result
@@ -362,14 +382,14 @@ class RedisContextStore(ContextStore):
         args: list[bytes | str | int] = []
         seen: dict[str, str] = {}
         for i, (m, payload, count) in enumerate(zip(messages, payloads, counts, strict=True)):
-            digest = hashlib.sha256(payload).hexdigest()
-            if m.id is not None:
-                if seen.setdefault(m.id, digest) != digest:
-                    raise InvalidMessage(
-                        f"id {m.id!r} appears twice in the batch with different content",
-                        f"messages[{i}].id",
-                    )
-            args += [m.id or "", digest, _entry(payload, count)]
+            mid = m.id if self._idempotent else None
+            digest = hashlib.sha256(payload).hexdigest() if mid is not None else ""
+            if mid is not None and seen.setdefault(mid, digest) != digest:
+                raise InvalidMessage(
+                    f"id {mid!r} appears twice in the batch with different content",
+                    f"messages[{i}].id",
+                )
+            args += [mid or "", digest, _entry(payload, count)]
         return args
 
     # -- writes -----------------------------------------------------------------------------
@@ -378,9 +398,10 @@ class RedisContextStore(ContextStore):
         await self.append_many([message])
 
     async def append_many(self, messages: Sequence[Message]) -> None:
-        """Append atomically. A message whose ``id`` is already stored with the same content
-        is skipped (a retried append); with different content the whole batch is refused
-        with :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        """Append atomically (one script). With ``idempotent_ids``, a message whose ``id``
+        is already stored with the same content is skipped (a retried append); with
+        different content the whole batch is refused with
+        :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
         messages = list(messages)
         args = self._encode(messages)
         if not messages:
@@ -485,6 +506,7 @@ class RedisContextStore(ContextStore):
             self._max_bytes,
         )
         child._ttl_ms = self._ttl_ms
+        child._idempotent = self._idempotent
         pairs = [x for kv in ids.items() for x in kv]
         extra = [
             int(meta.get(b"gen", 0)),
