@@ -28,6 +28,7 @@ import contextlib
 import itertools
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,60 @@ class SQLiteBackend:
                 os.remove(self.path + suffix)
 
 
+@dataclass(frozen=True)
+class RedisBackend:
+    """A fresh key prefix on the server at ``url``."""
+
+    url: str
+    prefix: str
+    name: str = "redis"
+    persistent: bool = True
+    lists_all_sessions: bool = True
+
+    async def open(self, session_id: str | None = None) -> ContextStore:
+        from ctxtrim.stores.redis import RedisContextStore
+
+        return await RedisContextStore.open(self.url, session_id, prefix=self.prefix)
+
+    async def cleanup(self) -> None:
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(self.url)
+        try:
+            keys = [k async for k in client.scan_iter(match=f"{self.prefix}:*", count=1000)]
+            if keys:
+                await client.delete(*keys)
+        finally:
+            await client.aclose()
+
+
+@dataclass(frozen=True)
+class PostgresBackend:
+    """A fresh schema in the database at ``dsn``."""
+
+    dsn: str
+    schema: str
+    name: str = "postgres"
+    persistent: bool = True
+    lists_all_sessions: bool = True
+
+    async def open(self, session_id: str | None = None) -> ContextStore:
+        from ctxtrim.stores.postgres import PostgresContextStore
+
+        return await PostgresContextStore.open(
+            self.dsn, session_id, schema=self.schema, max_connections=2
+        )
+
+    async def cleanup(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
+            await conn.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+            )
+
+
 _counter = itertools.count()
 
 
@@ -94,6 +149,18 @@ def sqlite_backend(tmp_path: Path) -> Backend:
     return SQLiteBackend(str(tmp_path / f"store-{os.getpid()}-{next(_counter)}.db"))
 
 
+def _unique() -> str:
+    return f"{os.getpid()}_{next(_counter)}_{uuid.uuid4().hex[:8]}"
+
+
+def redis_backend(tmp_path: Path) -> Backend:
+    return RedisBackend(os.environ["CTXTRIM_REDIS_URL"], f"test:{_unique()}")
+
+
+def postgres_backend(tmp_path: Path) -> Backend:
+    return PostgresBackend(os.environ["CTXTRIM_POSTGRES_DSN"], f"test_{_unique()}")
+
+
 def _needs(var: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(
         not os.environ.get(var), reason=f"{var} is not set (no server to test against)"
@@ -104,10 +171,14 @@ def _needs(var: str) -> pytest.MarkDecorator:
 BACKENDS: list[Any] = [
     pytest.param(memory_backend, id="memory"),
     pytest.param(sqlite_backend, id="sqlite"),
+    pytest.param(redis_backend, id="redis", marks=_needs("CTXTRIM_REDIS_URL")),
+    pytest.param(postgres_backend, id="postgres", marks=_needs("CTXTRIM_POSTGRES_DSN")),
 ]
 #: Backends whose stores share data across connections and processes (reliability suite).
 PERSISTENT_BACKENDS: list[Any] = [
     pytest.param(sqlite_backend, id="sqlite"),
+    pytest.param(redis_backend, id="redis", marks=_needs("CTXTRIM_REDIS_URL")),
+    pytest.param(postgres_backend, id="postgres", marks=_needs("CTXTRIM_POSTGRES_DSN")),
 ]
 
 
@@ -148,9 +219,10 @@ def append_worker(backend: Backend, session_id: str, writer: int, count: int, ba
     return asyncio.run(go())
 
 
-def read_worker(backend: Backend, session_id: str, seconds: float) -> list[list[str]]:
-    """Poll ``get_history()`` (and ``get_history(limit=5)``) for ``seconds``; return the id
-    lists seen (tails are marked with a leading ``"tail"``)."""
+def read_worker(backend: Backend, session_id: str, seconds: float, stop_at: int) -> list[list[str]]:
+    """Poll ``get_history()`` (and ``get_history(limit=5)``) until it holds ``stop_at``
+    messages or ``seconds`` passed; return the id lists seen (tails are marked with a
+    leading ``"tail"``)."""
 
     async def go() -> list[list[str]]:
         seen: list[list[str]] = []
@@ -159,6 +231,8 @@ def read_worker(backend: Backend, session_id: str, seconds: float) -> list[list[
             while time.monotonic() < end:
                 seen.append([m.id or "" for m in await store.get_history()])
                 seen.append(["tail"] + [m.id or "" for m in await store.get_history(limit=5)])
+                if len(seen[-2]) >= stop_at:
+                    break
         return seen
 
     return asyncio.run(go())

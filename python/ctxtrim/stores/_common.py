@@ -5,8 +5,8 @@ Invariants the backends rely on:
 * :func:`check_messages` runs before any I/O and either returns the encoded payloads of
   *all* messages or raises (nothing is stored on error). It accepts only exact
   :class:`~ctxtrim.Message` instances (already validated at construction), re-checks that
-  each still encodes (a caller could have mutated a ``meta``/``input`` dict after
-  construction) and enforces the size cap.
+  each still round-trips through JSON unchanged (a caller could have mutated a
+  ``meta``/``input`` dict after construction) and enforces the size cap.
 * A payload is the message's msgspec JSON (``Message.encode()``): plain text, no class
   reconstruction on read, NUL and every non-surrogate code point escaped or kept as UTF-8.
   :func:`payload_checksum` (CRC-32) is stored beside it so a reader can prove a row is whole;
@@ -50,6 +50,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 MAX_SESSION_ID_BYTES = 4096
 
 _ENCODE = msgspec.json.Encoder().encode
+_DECODE = msgspec.json.Decoder(Message).decode
 
 
 def check_session_id(session_id: object) -> str:
@@ -102,6 +103,19 @@ def encode_payload(message: object, max_bytes: int, path: str = "message") -> by
     if len(data) > max_bytes:
         raise MessageTooLarge(
             f"encoded message is {len(data)} bytes, over the cap of {max_bytes}", path
+        )
+    # What is stored must be what comes back. A message is checked at construction, but its
+    # dicts are the caller's objects: a set or NaN put in later would encode as a list or
+    # null and come back changed. One decode (C speed, ~the cost of the encode) proves it.
+    try:
+        same = _DECODE(data) == message
+    except Exception:
+        same = False
+    if not same:
+        raise InvalidMessage(
+            "message does not survive a JSON round trip (a dict in it was changed after "
+            "construction to hold a non-JSON value)",
+            path,
         )
     return data
 
