@@ -21,6 +21,10 @@
 //!   real user message. So an assistant message after tool results or a system message opens a
 //!   round, consecutive assistant messages share one, and an assistant reply right after a user
 //!   question belongs to the question's round.
+//! - A **user cut** is a safe cut whose message is a real user message: a kept suffix starting
+//!   there opens with a user turn (what Anthropic and Gemini require when no task is pinned).
+//! - The **pinned head** is the leading system messages plus, optionally, the task (the first
+//!   real user message, wherever it is); see [`BoundaryIndex::pinned_head`].
 //!
 //! # The incremental index
 //!
@@ -79,6 +83,27 @@ pub struct BoundaryIndex {
     round_starts: Vector<usize>,
     /// Role and realness of the last message, for the round rule.
     last: Option<(Role, bool)>,
+    /// Number of leading system messages.
+    leading_system: usize,
+    /// Real user messages that are safe cuts (user cuts), ascending. Popped together with
+    /// `safe_cuts`, so it stays the intersection of the two.
+    user_cuts: Vector<usize>,
+    /// The earliest message the first real user message's results answer, if any.
+    task_answers_from: Option<usize>,
+}
+
+/// The always-kept head of a history (see [`BoundaryIndex::pinned_head`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PinnedHead {
+    /// Messages `0..system_end` are the leading system messages.
+    pub system_end: usize,
+    /// The pinned task (the first real user message), if pinned and present.
+    pub task: Option<usize>,
+    /// The first index a kept suffix may start at; always a safe cut.
+    pub floor: usize,
+    /// True when the whole prefix `0..floor` must be kept (the task answers a tool call made
+    /// before it, so dropping what lies between would orphan its result).
+    pub contiguous: bool,
 }
 
 impl Default for BoundaryIndex {
@@ -100,6 +125,9 @@ impl BoundaryIndex {
             turn_starts: Vector::new(),
             round_starts: Vector::new(),
             last: None,
+            leading_system: 0,
+            user_cuts: Vector::new(),
+            task_answers_from: None,
         }
     }
 
@@ -140,6 +168,20 @@ impl BoundaryIndex {
             while self.safe_cuts.back().is_some_and(|&cut| cut > lo) {
                 self.safe_cuts.pop_back();
             }
+            while self.user_cuts.back().is_some_and(|&cut| cut > lo) {
+                self.user_cuts.pop_back();
+            }
+        }
+        // Cut n was safe before this message (n is always safe at the end); it stays safe
+        // iff nothing popped it, and it is a user cut iff this message is a real user one.
+        if meta.is_real_user() && self.safe_cuts.back() == Some(&n) {
+            self.user_cuts.push_back(n);
+        }
+        if meta.role == Role::System && self.leading_system == n {
+            self.leading_system = n + 1;
+        }
+        if meta.is_real_user() && self.turn_starts.is_empty() {
+            self.task_answers_from = earliest;
         }
         self.safe_cuts.push_back(n + 1);
         // Calls register after the results: a message's results never answer its own calls.
@@ -235,6 +277,89 @@ impl BoundaryIndex {
     #[must_use]
     pub fn kth_last_round_start(&self, k: usize) -> Option<usize> {
         kth_last(&self.round_starts, k)
+    }
+}
+
+impl BoundaryIndex {
+    /// Number of leading system messages.
+    #[must_use]
+    pub fn leading_system_count(&self) -> usize {
+        self.leading_system
+    }
+
+    /// The first real user message (the task), if any.
+    #[must_use]
+    pub fn first_turn_start(&self) -> Option<usize> {
+        self.turn_starts.front().copied()
+    }
+
+    /// The largest user cut `<= i`, if any. O(log n).
+    #[must_use]
+    pub fn user_cut_at_or_before(&self, i: usize) -> Option<usize> {
+        let pos = partition_point(self.user_cuts.len(), |p| {
+            self.user_cuts.get(p).is_some_and(|&c| c > i)
+        });
+        pos.checked_sub(1)
+            .and_then(|p| self.user_cuts.get(p).copied())
+    }
+
+    /// The smallest user cut `>= i`, if any. O(log n).
+    #[must_use]
+    pub fn user_cut_at_or_after(&self, i: usize) -> Option<usize> {
+        let pos = partition_point(self.user_cuts.len(), |p| {
+            self.user_cuts.get(p).is_some_and(|&c| c >= i)
+        });
+        self.user_cuts.get(pos).copied()
+    }
+
+    /// The first round start `>= i`, if any. O(log n).
+    #[must_use]
+    pub fn round_start_at_or_after(&self, i: usize) -> Option<usize> {
+        let pos = partition_point(self.round_starts.len(), |p| {
+            self.round_starts.get(p).is_some_and(|&c| c >= i)
+        });
+        self.round_starts.get(pos).copied()
+    }
+
+    /// The last round start `< end`, if any. O(log n).
+    #[must_use]
+    pub fn round_start_before(&self, end: usize) -> Option<usize> {
+        let pos = partition_point(self.round_starts.len(), |p| {
+            self.round_starts.get(p).is_some_and(|&c| c >= end)
+        });
+        pos.checked_sub(1)
+            .and_then(|p| self.round_starts.get(p).copied())
+    }
+
+    /// The pinned head: the leading system messages and, if `pin_task`, the first real user
+    /// message, whoever spoke first (an assistant greeting before the task is not pinned).
+    ///
+    /// A kept suffix may start at `floor` or later, where `floor` is the first safe cut
+    /// after the head. If the task answers tool calls made between the system messages and
+    /// itself, the head is the whole prefix `0..floor` (`contiguous`), so its results keep
+    /// their calls. O(log n).
+    #[must_use]
+    pub fn pinned_head(&self, pin_task: bool) -> PinnedHead {
+        let system_end = self.leading_system;
+        let task = if pin_task {
+            self.first_turn_start()
+        } else {
+            None
+        };
+        match task {
+            None => PinnedHead {
+                system_end,
+                task: None,
+                floor: self.safe_cut_at_or_after(system_end),
+                contiguous: false,
+            },
+            Some(k) => PinnedHead {
+                system_end,
+                task,
+                floor: self.safe_cut_at_or_after(k + 1),
+                contiguous: self.task_answers_from.is_some_and(|u| u >= system_end),
+            },
+        }
     }
 }
 
@@ -732,6 +857,55 @@ mod tests {
     }
     fn safe(metas: &[Meta]) -> Vec<usize> {
         BoundaryIndex::from_metas(metas).safe_cuts().collect()
+    }
+
+    #[test]
+    fn pinned_head_skips_an_assistant_greeting_but_keeps_the_task() {
+        // 0 system, 1 assistant greeting, 2 user task, 3 call a, 4 result a, 5 assistant
+        let m = [
+            Meta::system(5),
+            Meta::assistant(5),
+            user(),
+            call(&["a"]),
+            results(&["a"]),
+            Meta::assistant(5),
+        ];
+        let idx = BoundaryIndex::from_metas(&m);
+        let head = idx.pinned_head(true);
+        assert_eq!(
+            head,
+            PinnedHead {
+                system_end: 1,
+                task: Some(2),
+                floor: 3,
+                contiguous: false
+            }
+        );
+        assert_eq!(idx.pinned_head(false).task, None);
+        assert_eq!(idx.pinned_head(false).floor, 1);
+    }
+
+    #[test]
+    fn a_task_answering_an_earlier_call_pins_the_whole_prefix() {
+        // 0 assistant call a, 1 user: result a + text (the task), 2 assistant
+        let m = [
+            call(&["a"]),
+            Meta::user(10).with_tool_results(["a"]),
+            Meta::assistant(5),
+        ];
+        let head = BoundaryIndex::from_metas(&m).pinned_head(true);
+        assert!(head.contiguous);
+        assert_eq!((head.task, head.floor), (Some(1), 2));
+    }
+
+    #[test]
+    fn user_cuts_are_safe_real_user_messages() {
+        // 0 user, 1 call a, 2 user text (unsafe: a's result comes later), 3 result a, 4 user
+        let m = [user(), call(&["a"]), user(), results(&["a"]), user()];
+        let idx = BoundaryIndex::from_metas(&m);
+        assert_eq!(idx.user_cut_at_or_before(3), Some(0));
+        assert_eq!(idx.user_cut_at_or_after(1), Some(4));
+        assert_eq!(idx.user_cut_at_or_after(5), None);
     }
 
     #[test]

@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use imbl::Vector;
 
-use crate::boundary::{partition_point, BoundaryIndex};
+use crate::boundary::{partition_point, BoundaryIndex, PinnedHead};
 use crate::meta::{Meta, Role};
 use crate::turn::{Owner, TurnCounter, TurnId};
 
@@ -134,6 +134,17 @@ pub struct Cut {
     /// Whether `kept_tokens` is within the budget. False when even the newest round alone is
     /// over budget: then `index` keeps that minimum anyway.
     pub fits: bool,
+}
+
+/// The answer of [`MessageLog::stable_cut`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StableCut {
+    /// Keep `messages[index..]`; always a safe cut.
+    pub index: usize,
+    /// Tokens of the kept messages.
+    pub kept_tokens: u64,
+    /// How many trims the replay made (how often the window's prefix changed so far).
+    pub trims: usize,
 }
 
 /// The provider's last reported input tokens and the log length when it was reported.
@@ -559,14 +570,21 @@ impl<P: Clone> MessageLog<P> {
     /// the minimum worth keeping, over budget. O(log² n).
     #[must_use]
     pub fn fit_budget(&self, budget: u64, floor: usize) -> Cut {
-        let len = self.len();
-        let lowest = self.safe_cut_at_or_after(floor);
-        let newest_round = self.s.index.kth_last_round_start(1).unwrap_or(len);
+        self.fit_budget_within(budget, floor, self.len())
+    }
+
+    /// [`MessageLog::fit_budget`] as if the log ended at `end` (clamped): the cut that keeps
+    /// `messages[i..end]` within `budget`, with the newest round taken among the messages
+    /// before `end`. Safe cuts are the whole log's, so the cut is safe for the log as it is.
+    #[must_use]
+    pub fn fit_budget_within(&self, budget: u64, floor: usize, end: usize) -> Cut {
+        let end = end.min(self.len());
+        let lowest = self.safe_cut_at_or_after(floor.min(end));
+        let newest_round = self.s.index.round_start_before(end).unwrap_or(end);
         let limit = self.safe_cut_at_or_before(newest_round).max(lowest);
-        // tokens(i, len) only shrinks as i grows: find the first i where it fits.
-        let total = self.total_tokens();
-        let need = total.saturating_sub(budget);
-        let first_fitting = partition_point(len + 1, |i| self.tokens_before(i) >= need);
+        // tokens(i, end) only shrinks as i grows: find the first i where it fits.
+        let need = self.tokens_before(end).saturating_sub(budget);
+        let first_fitting = partition_point(end + 1, |i| self.tokens_before(i) >= need);
         let candidate = self.safe_cut_at_or_after(first_fitting.max(lowest));
         let (index, fits) = if candidate <= limit {
             (candidate, true)
@@ -575,9 +593,74 @@ impl<P: Clone> MessageLog<P> {
         };
         Cut {
             index,
-            kept_tokens: self.tokens(index, len),
+            kept_tokens: self.tokens(index, end),
             fits,
         }
+    }
+
+    /// The cut of a cache-stable window: the kept suffix starts at a cut that moves only when
+    /// the window (`fixed` tokens of pinned head plus the suffix) grows past `high`, and then
+    /// jumps to the longest safe suffix within `low`.
+    ///
+    /// Computed by replaying the history's growth from `floor`: find the first length at which
+    /// the window exceeds `high`, trim it to `low` as of that length, repeat. So the cut is a
+    /// function of the history alone, the window's prefix is identical between trims, and two
+    /// trims are at least `high - low` tokens of new messages apart. A trim that cannot move
+    /// the cut (the newest round alone is over `low`) is retried at the next round start.
+    /// O(trims · log² n).
+    #[must_use]
+    pub fn stable_cut(&self, fixed: u64, high: u64, low: u64, floor: usize) -> StableCut {
+        let len = self.len();
+        let mut cut = self.safe_cut_at_or_after(floor);
+        let room = high.saturating_sub(fixed);
+        let target = low.saturating_sub(fixed);
+        let mut trims = 0;
+        let mut from = cut + 1;
+        while from <= len {
+            // The first length e >= from at which the window is over `high`.
+            let base = self.tokens_before(cut);
+            let over = partition_point(len + 1 - from, |d| {
+                self.tokens_before(from + d) - base > room
+            }) + from;
+            if over > len {
+                break;
+            }
+            let next = self.fit_budget_within(target, cut, over).index;
+            if next > cut {
+                cut = next;
+                trims += 1;
+                from = over + 1;
+            } else {
+                // Stuck on one big round: nothing changes until a new round starts.
+                match self.s.index.round_start_at_or_after(over) {
+                    Some(r) => from = r + 1,
+                    None => break,
+                }
+            }
+        }
+        StableCut {
+            index: cut,
+            kept_tokens: self.tokens(cut, len),
+            trims,
+        }
+    }
+
+    /// The pinned head (see [`BoundaryIndex::pinned_head`]). O(log n).
+    #[must_use]
+    pub fn pinned_head(&self, pin_task: bool) -> PinnedHead {
+        self.s.index.pinned_head(pin_task)
+    }
+
+    /// The largest safe cut `<= i` whose message is a real user message. O(log n).
+    #[must_use]
+    pub fn user_cut_at_or_before(&self, i: usize) -> Option<usize> {
+        self.s.index.user_cut_at_or_before(i)
+    }
+
+    /// The smallest safe cut `>= i` whose message is a real user message. O(log n).
+    #[must_use]
+    pub fn user_cut_at_or_after(&self, i: usize) -> Option<usize> {
+        self.s.index.user_cut_at_or_after(i)
     }
 
     /// The start of the `k`-th last user turn (`k = 1`: the newest); `None` if `k == 0` or
@@ -607,6 +690,32 @@ mod tests {
     use super::*;
 
     type Log = MessageLog<u32>;
+
+    #[test]
+    fn stable_cut_moves_only_past_the_high_water_mark() {
+        // A task, then tool rounds of 100 tokens each (call 40 + result 60).
+        let mut log = Log::new();
+        log.push(0, Meta::user(10));
+        let mut cuts = Vec::new();
+        for r in 0..50u32 {
+            let id = format!("t{r}");
+            log.push(1, Meta::assistant(40).with_tool_uses([id.as_str()]));
+            log.push(
+                2,
+                Meta::new(Role::User, 60).with_tool_results([id.as_str()]),
+            );
+            cuts.push(log.stable_cut(10, 1_000, 500, 1));
+        }
+        // Never over the high-water mark, and the cut only moves forward.
+        assert!(cuts.iter().all(|c| 10 + c.kept_tokens <= 1_000));
+        assert!(cuts.windows(2).all(|w| w[0].index <= w[1].index));
+        // Between two trims more than high - low = 500 tokens (5 rounds) arrive: at most
+        // 50 / 5 trims; and 5,000 tokens through a 1,000 window needs several.
+        let last = cuts.last().map_or(0, |c| c.trims);
+        assert!((5..=10).contains(&last), "{last} trims");
+        let changes = cuts.windows(2).filter(|w| w[0].index != w[1].index).count();
+        assert_eq!(changes, last);
+    }
 
     fn agent_log() -> Log {
         let mut log = Log::new();

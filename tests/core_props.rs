@@ -2,8 +2,9 @@
 //! definition, snapshots and forks never see each other's changes, `replace_prefix` is a
 //! compare-and-swap, and applying a repair plan leaves nothing for `validate` to report.
 
+use ctxtrim::boundary::PinnedHead;
 use ctxtrim::boundary::{repair_plan, validate, RepairOp};
-use ctxtrim::log::{Cut, MessageLog};
+use ctxtrim::log::{Cut, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
 use proptest::prelude::*;
 
@@ -203,6 +204,59 @@ fn brute_fit(metas: &[Meta], budget: u64, floor: usize) -> Cut {
     }
 }
 
+/// `fit_budget` as if the log ended at `end`, with the whole log's safe cuts.
+fn brute_fit_within(metas: &[Meta], budget: u64, floor: usize, end: usize) -> Cut {
+    let safe = brute_safe(metas);
+    let tokens = |i: usize| -> u64 { metas[i..end].iter().map(|m| u64::from(m.tokens)).sum() };
+    let lowest = (floor.min(end)..=metas.len()).find(|&i| safe[i]).unwrap();
+    let newest_round = brute_round_starts(metas)
+        .into_iter()
+        .rev()
+        .find(|&r| r < end)
+        .unwrap_or(end);
+    let limit = (0..=newest_round)
+        .rev()
+        .find(|&i| safe[i])
+        .unwrap()
+        .max(lowest);
+    match (lowest..=limit).find(|&i| safe[i] && tokens(i.min(end)) <= budget) {
+        Some(index) => Cut {
+            index,
+            kept_tokens: tokens(index.min(end)),
+            fits: true,
+        },
+        None => Cut {
+            index: limit,
+            kept_tokens: tokens(limit.min(end)),
+            fits: false,
+        },
+    }
+}
+
+/// The cache-stable cut, replayed one message at a time.
+fn brute_stable(metas: &[Meta], fixed: u64, high: u64, low: u64, floor: usize) -> StableCut {
+    let safe = brute_safe(metas);
+    let mut cut = (floor.min(metas.len())..=metas.len())
+        .find(|&i| safe[i])
+        .unwrap();
+    let mut trims = 0;
+    for end in cut + 1..=metas.len() {
+        let window: u64 = metas[cut..end].iter().map(|m| u64::from(m.tokens)).sum();
+        if fixed + window > high {
+            let next = brute_fit_within(metas, low.saturating_sub(fixed), cut, end).index;
+            if next > cut {
+                cut = next;
+                trims += 1;
+            }
+        }
+    }
+    StableCut {
+        index: cut,
+        kept_tokens: suffix_tokens(metas, cut),
+        trims,
+    }
+}
+
 /// Everything observable about a log, to compare before and after.
 #[derive(Debug, PartialEq, Eq)]
 struct View {
@@ -346,6 +400,60 @@ proptest! {
         let log = log_of(&metas);
         prop_assert_eq!(log.fit_budget(budget, floor), brute_fit(&metas, budget, floor));
         prop_assert_eq!(log.fit_budget(u64::MAX, 0).index, 0);
+    }
+
+    #[test]
+    fn fit_budget_within_matches_brute_force(
+        metas in history(),
+        budget in 0u64..4_000,
+        floor in 0usize..40,
+        end in 0usize..80,
+    ) {
+        let log = log_of(&metas);
+        let end = end.min(metas.len());
+        prop_assert_eq!(
+            log.fit_budget_within(budget, floor, end),
+            brute_fit_within(&metas, budget, floor, end)
+        );
+    }
+
+    #[test]
+    fn stable_cut_matches_replay(
+        metas in history(),
+        fixed in 0u64..300,
+        low in 0u64..3_000,
+        gap in 0u64..3_000,
+        floor in 0usize..10,
+    ) {
+        let log = log_of(&metas);
+        let high = low + gap;
+        prop_assert_eq!(
+            log.stable_cut(fixed, high, low, floor),
+            brute_stable(&metas, fixed, high, low, floor)
+        );
+    }
+
+    #[test]
+    fn user_cuts_and_pinned_head_match_brute_force(metas in history(), pin_task: bool) {
+        let log = log_of(&metas);
+        let safe = brute_safe(&metas);
+        let len = metas.len();
+        let user_cut = |i: usize| i < len && safe[i] && metas[i].is_real_user();
+        for i in 0..=len + 1 {
+            prop_assert_eq!(log.user_cut_at_or_before(i), (0..=i.min(len)).rev().find(|&j| user_cut(j)));
+            prop_assert_eq!(log.user_cut_at_or_after(i), (i..=len).find(|&j| user_cut(j)));
+        }
+        let system_end = metas.iter().take_while(|m| m.role == Role::System).count();
+        let task = if pin_task { metas.iter().position(Meta::is_real_user) } else { None };
+        let start = task.map_or(system_end, |k| k + 1);
+        let floor = (start..=len).find(|&i| safe[i]).unwrap();
+        let contiguous = task.is_some_and(|k| {
+            pairs(&metas).iter().any(|&(u, r)| r == k && u >= system_end)
+        });
+        prop_assert_eq!(
+            log.pinned_head(pin_task),
+            PinnedHead { system_end, task, floor, contiguous }
+        );
     }
 
     #[test]

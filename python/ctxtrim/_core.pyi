@@ -144,8 +144,26 @@ class MessageLog:
     def safe_cut_at_or_after(self, i: int) -> int:
         """The safe cut nearest ``i`` at or after it."""
 
-    def fit_budget(self, budget: int, *, floor: int = 0) -> tuple[int, int, bool]:
-        """``(index, kept_tokens, fits)`` of the longest pair-safe suffix within ``budget``."""
+    def fit_budget(
+        self, budget: int, *, floor: int = 0, end: int | None = None
+    ) -> tuple[int, int, bool]:
+        """``(index, kept_tokens, fits)`` of the longest pair-safe suffix within ``budget``
+        (of ``messages[index:end]`` when ``end`` is given)."""
+
+    def stable_cut(
+        self, fixed: int, high: int, low: int, *, floor: int = 0
+    ) -> tuple[int, int, int]:
+        """``(index, kept_tokens, trims)`` of a cache-stable window: the cut moves only when
+        ``fixed`` plus the kept tokens pass ``high``, then down to ``low``."""
+
+    def pinned_head(self, pin_task: bool = True) -> tuple[int, int | None, int, bool]:
+        """``(system_end, task, floor, contiguous)``: the always-kept head of the history."""
+
+    def user_cut_at_or_before(self, i: int) -> int | None:
+        """The largest safe cut at or before ``i`` at a real user message, or None."""
+
+    def user_cut_at_or_after(self, i: int) -> int | None:
+        """The smallest safe cut at or after ``i`` at a real user message, or None."""
 
     def kth_last_turn_start(self, k: int) -> int | None:
         """Index where the k-th last user turn starts, or None."""

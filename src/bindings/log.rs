@@ -309,10 +309,38 @@ impl PyMessageLog {
 
     /// `(index, kept_tokens, fits)`: the smallest safe cut at or after `floor` whose kept
     /// messages fit `budget`, or the minimum kept (the newest round) with `fits=False`.
-    #[pyo3(signature = (budget, *, floor = 0))]
-    fn fit_budget(&self, budget: u64, floor: usize) -> (usize, u64, bool) {
-        let cut = self.inner.read().fit_budget(budget, floor);
+    /// With `end`, as if the log ended there.
+    #[pyo3(signature = (budget, *, floor = 0, end = None))]
+    fn fit_budget(&self, budget: u64, floor: usize, end: Option<usize>) -> (usize, u64, bool) {
+        let log = self.inner.read();
+        let cut = log.fit_budget_within(budget, floor, end.unwrap_or(usize::MAX));
         (cut.index, cut.kept_tokens, cut.fits)
+    }
+
+    /// `(index, kept_tokens, trims)`: the cut of a cache-stable window (`fixed` head tokens
+    /// plus the suffix) that moves only past `high` and then down to `low`.
+    #[pyo3(signature = (fixed, high, low, *, floor = 0))]
+    fn stable_cut(&self, fixed: u64, high: u64, low: u64, floor: usize) -> (usize, u64, usize) {
+        let cut = self.inner.read().stable_cut(fixed, high, low, floor);
+        (cut.index, cut.kept_tokens, cut.trims)
+    }
+
+    /// `(system_end, task, floor, contiguous)`: the pinned head (leading system messages and,
+    /// if `pin_task`, the first real user message) and the first index a suffix may start at.
+    #[pyo3(signature = (pin_task = true))]
+    fn pinned_head(&self, pin_task: bool) -> (usize, Option<usize>, usize, bool) {
+        let head = self.inner.read().pinned_head(pin_task);
+        (head.system_end, head.task, head.floor, head.contiguous)
+    }
+
+    /// The largest safe cut at or before `i` whose message is a real user message, or None.
+    fn user_cut_at_or_before(&self, i: usize) -> Option<usize> {
+        self.inner.read().user_cut_at_or_before(i)
+    }
+
+    /// The smallest safe cut at or after `i` whose message is a real user message, or None.
+    fn user_cut_at_or_after(&self, i: usize) -> Option<usize> {
+        self.inner.read().user_cut_at_or_after(i)
     }
 
     /// Index where the k-th last user turn starts (k >= 1), or None.
