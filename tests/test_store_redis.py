@@ -139,7 +139,8 @@ async def test_the_same_session_under_two_prefixes_is_two_sessions(prefix: str) 
     b = await RedisContextStore.open(URL, "s", prefix=prefix + ":b")
     await a.append(Message.user("in a"))
     assert await b.get_history() == []
-    assert [i.session_id for i in await b.list_sessions()] == []
+    # b's prefix holds only its own (opened, empty) session
+    assert [(i.session_id, i.message_count) for i in await b.list_sessions()] == [("s", 0)]
     await a.close()
     await b.close()
 
@@ -220,6 +221,7 @@ async def test_ttl_expires_an_idle_session_and_every_write_renews_it(
 
 async def test_bad_input_is_refused_before_any_io(client: redis_asyncio.Redis, prefix: str) -> None:
     store = await RedisContextStore.open(URL, "s", prefix=prefix)
+    before = {k: await client.dump(k) for k in await keys_under(client, prefix)}
     with pytest.raises(InvalidMessage) as err:
         await store.append_many([Message.user("ok"), {"role": "user", "content": "hi"}])  # type: ignore[list-item]
     assert err.value.path == "messages[1]"
@@ -227,7 +229,8 @@ async def test_bad_input_is_refused_before_any_io(client: redis_asyncio.Redis, p
         await store.get_history(limit=-1)
     with pytest.raises(ValueError):
         await store.replace_prefix(-1, [], 0)
-    assert await keys_under(client, prefix) == set()  # not even the sessions index
+    after = {k: await client.dump(k) for k in await keys_under(client, prefix)}
+    assert after == before  # no key written, not even a TTL renewal
     with pytest.raises(IndexError):
         await store.replace_prefix(1, [], 0)
     with pytest.raises(StaleGenerationError):
@@ -290,9 +293,15 @@ async def test_a_wrong_type_key_is_a_store_error_and_changes_nothing(
 ) -> None:
     # someone else wrote a string where the session's log list lives
     await client.set(f"{prefix}:{{{sha('s')}}}:log", "garbage")
-    store = await RedisContextStore.open(URL, "s", prefix=prefix)
     with pytest.raises(StoreError, match="WRONGTYPE"):
-        await store.append(Message.user("x"))
+        await RedisContextStore.open(URL, "s", prefix=prefix)
     assert await client.get(f"{prefix}:{{{sha('s')}}}:log") == b"garbage"
     assert not await client.exists(f"{prefix}:{{{sha('s')}}}:meta")
-    await store.close()
+    # a store opened before the key went bad refuses writes the same way
+    other = await RedisContextStore.open(URL, "t", prefix=prefix)
+    await client.delete(f"{prefix}:{{{sha('t')}}}:meta")
+    await client.set(f"{prefix}:{{{sha('t')}}}:meta", "garbage")
+    with pytest.raises(StoreError, match="WRONGTYPE"):
+        await other.append(Message.user("x"))
+    assert not await client.exists(f"{prefix}:{{{sha('t')}}}:log")
+    await other.close()

@@ -261,9 +261,22 @@ class PostgresContextStore(ContextStore):
                 await conn.set_autocommit(True)
                 await migrate(conn, schema)
             _migrated.setdefault(pool, set()).add(schema)
-        return cls._make(
+        self = cls._make(
             _Shared(pool, owned), sid, counter, max_message_bytes, schema, bool(idempotent_ids)
         )
+        try:
+            async with self._conn() as conn:  # opening a session creates it (listed, gen 0)
+                await conn.execute(
+                    self._sql(
+                        "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s)"
+                        " ON CONFLICT DO NOTHING"
+                    ),
+                    (sid,),
+                )
+        except BaseException:
+            await self.close()
+            raise
+        return self
 
     @classmethod
     def _make(

@@ -319,6 +319,12 @@ class RedisContextStore(ContextStore):
             raise StoreError(f"RedisContextStore needs Redis >= 7, the server is {version}")
         self = cls._make(_Shared(client, owned), prefix, sid, counter, ttl, max_message_bytes)
         self._idempotent = bool(idempotent_ids)
+        try:
+            # Opening a session creates it (listed, generation 0) and renews its TTL.
+            await self._run(self._shared.tokens, ["add", 0, 0])
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     @classmethod
