@@ -1,6 +1,6 @@
 .DEFAULT_GOAL := help
 PYTHON ?= python3
-.PHONY: help install build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench all
+.PHONY: help install build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench bench-table all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -48,5 +48,8 @@ bench-rust: ## criterion benches of the core
 
 bench: ## pytest-benchmark suites
 	$(PYTHON) -m pytest benches --benchmark-enable -q
+
+bench-table: ## the side-by-side table against the peers (pip install '.[bench]'), Markdown + chart
+	$(PYTHON) -m ctxtrim.bench --markdown bench.md --chart bench.png
 
 all: format lint test-rust test ## format, lint and test everything
