@@ -55,6 +55,7 @@ from ctxtrim.stores._common import (
     check_messages,
     check_session_id,
     decode_payload,
+    encode_payload,
     payload_checksum,
     preview,
     token_counts,
@@ -77,7 +78,7 @@ __all__ = ["MIGRATIONS", "PostgresContextStore"]
 MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE ctxtrim_sessions (
-        session_id    text PRIMARY KEY,
+        session_id    bytea PRIMARY KEY,  -- UTF-8; bytea because text cannot hold NUL
         generation    bigint NOT NULL DEFAULT 0,
         first_seq     bigint NOT NULL DEFAULT 0,
         next_seq      bigint NOT NULL DEFAULT 0,
@@ -87,7 +88,7 @@ MIGRATIONS: tuple[str, ...] = (
         updated_at    timestamptz NOT NULL DEFAULT now()
     );
     CREATE TABLE ctxtrim_messages (
-        session_id text NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
+        session_id bytea NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
         seq        bigint NOT NULL,
         client_id  text,
         tokens     integer NOT NULL,
@@ -204,6 +205,7 @@ class PostgresContextStore(ContextStore):
     _closed: bool
     _schema: str
     _idempotent: bool
+    _key: bytes
 
     def __init__(self) -> None:
         raise TypeError("use `await PostgresContextStore.open(dsn, session_id)`")
@@ -271,7 +273,7 @@ class PostgresContextStore(ContextStore):
                         "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s)"
                         " ON CONFLICT DO NOTHING"
                     ),
-                    (sid,),
+                    (sid.encode("utf-8"),),
                 )
         except BaseException:
             await self.close()
@@ -292,6 +294,7 @@ class PostgresContextStore(ContextStore):
         self._schema = schema
         self._idempotent = idempotent
         self.__dict__["_session_id"] = session_id
+        self._key = session_id.encode("utf-8")
         self._shared = shared
         self._counter = counter
         self._max_bytes = max_bytes
@@ -313,6 +316,7 @@ class PostgresContextStore(ContextStore):
     # -- writes -----------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
+        encode_payload(message, self._max_bytes, "message")  # errors name "message"
         await self.append_many([message])
 
     async def append_many(self, messages: Sequence[Message]) -> None:
@@ -343,7 +347,7 @@ class PostgresContextStore(ContextStore):
                             "SELECT client_id, payload FROM ctxtrim_messages"
                             " WHERE session_id = %s AND client_id = ANY(%s)"
                         ),
-                        (self.session_id, list(by_id)),
+                        (self._key, list(by_id)),
                     )
                     stored = dict(await cur.fetchall())
                     for i, mid in enumerate(ids):
@@ -366,7 +370,7 @@ class PostgresContextStore(ContextStore):
                     await conn.execute(
                         self._sql(_APPEND_SQL),
                         {
-                            "sid": self.session_id,
+                            "sid": self._key,
                             "n": len(keep),
                             "mids": [ids[i] for i in keep],
                             "toks": [counts[i] for i in keep],
@@ -391,10 +395,10 @@ class PostgresContextStore(ContextStore):
                     " first_seq = t.next_seq, input_tokens = 0, output_tokens = 0,"
                     " updated_at = now()"
                 ),
-                (self.session_id,),
+                (self._key,),
             )
             await conn.execute(
-                self._sql("DELETE FROM ctxtrim_messages WHERE session_id = %s"), (self.session_id,)
+                self._sql("DELETE FROM ctxtrim_messages WHERE session_id = %s"), (self._key,)
             )
 
     async def replace_prefix(
@@ -405,7 +409,7 @@ class PostgresContextStore(ContextStore):
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
-        sid = self.session_id
+        sid = self._key
         async with self._conn() as conn, conn.transaction():
             await conn.execute(
                 self._sql(
@@ -469,7 +473,7 @@ class PostgresContextStore(ContextStore):
                     " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
                     " input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens"
                 ),
-                (self.session_id, int(input_tokens), int(output_tokens)),
+                (self._key, int(input_tokens), int(output_tokens)),
             )
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
@@ -481,7 +485,7 @@ class PostgresContextStore(ContextStore):
                     " input_tokens = t.input_tokens + EXCLUDED.input_tokens,"
                     " output_tokens = t.output_tokens + EXCLUDED.output_tokens"
                 ),
-                (self.session_id, int(input_tokens), int(output_tokens)),
+                (self._key, int(input_tokens), int(output_tokens)),
             )
 
     # -- reads ------------------------------------------------------------------------------
@@ -508,7 +512,7 @@ class PostgresContextStore(ContextStore):
                         "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
                         " WHERE session_id = %s ORDER BY seq"
                     ),
-                    (self.session_id,),
+                    (self._key,),
                 )
                 rows = await cur.fetchall()
             else:
@@ -517,7 +521,7 @@ class PostgresContextStore(ContextStore):
                         "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
                         " WHERE session_id = %s ORDER BY seq DESC LIMIT %s"
                     ),
-                    (self.session_id, limit),
+                    (self._key, limit),
                 )
                 rows = (await cur.fetchall())[::-1]
         return self._decode(rows)[0]
@@ -531,7 +535,7 @@ class PostgresContextStore(ContextStore):
                     " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
                     " ON m.session_id = s.session_id WHERE s.session_id = %s ORDER BY m.seq"
                 ),
-                (self.session_id,),
+                (self._key,),
             )
             rows = await cur.fetchall()
         if not rows:
@@ -548,7 +552,7 @@ class PostgresContextStore(ContextStore):
         async with self._conn() as conn:
             cur = await conn.execute(
                 self._sql("SELECT generation FROM ctxtrim_sessions WHERE session_id = %s"),
-                (self.session_id,),
+                (self._key,),
             )
             row = await cur.fetchone()
         return int(row[0]) if row else 0
@@ -564,7 +568,7 @@ class PostgresContextStore(ContextStore):
                 self._sql(
                     "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
                 ),
-                (self.session_id,),
+                (self._key,),
             )
             row = await cur.fetchone()
         return (int(row[0]), int(row[1])) if row else (0, 0)
@@ -579,7 +583,7 @@ class PostgresContextStore(ContextStore):
                 self._sql(
                     "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
                 ),
-                (self.session_id,),
+                (self._key,),
             )
             await conn.execute(
                 self._sql(
@@ -588,7 +592,7 @@ class PostgresContextStore(ContextStore):
                     " input_tokens, output_tokens FROM ctxtrim_sessions WHERE session_id = %s"
                     " FOR UPDATE"
                 ),
-                (child_id, self.session_id),
+                (child_id.encode(), self._key),
             )
             await conn.execute(
                 self._sql(
@@ -596,7 +600,7 @@ class PostgresContextStore(ContextStore):
                     " payload) SELECT %s, seq, client_id, tokens, checksum, payload"
                     " FROM ctxtrim_messages WHERE session_id = %s"
                 ),
-                (child_id, self.session_id),
+                (child_id.encode(), self._key),
             )
         self._shared.users += 1
         return self._make(
@@ -614,8 +618,9 @@ class PostgresContextStore(ContextStore):
             )
             sessions = await cur.fetchall()
             out = []
-            for sid, count, created, tin, tout in sessions:
-                text = await self._preview(conn, sid) if count else ""
+            for key, count, created, tin, tout in sessions:
+                sid = bytes(key).decode("utf-8")
+                text = await self._preview(conn, bytes(key), sid) if count else ""
                 out.append(
                     SessionInfo(
                         session_id=sid,
@@ -628,7 +633,7 @@ class PostgresContextStore(ContextStore):
                 )
         return out
 
-    async def _preview(self, conn: psycopg.AsyncConnection[Any], sid: str) -> str:
+    async def _preview(self, conn: psycopg.AsyncConnection[Any], key: bytes, sid: str) -> str:
         """The first user text: user rows only (payloads start with their role), read a
         page at a time until one has text (usually the first page)."""
         after = None
@@ -639,7 +644,7 @@ class PostgresContextStore(ContextStore):
                     " AND payload LIKE %s AND (%s::bigint IS NULL OR seq > %s)"
                     " ORDER BY seq LIMIT 32"
                 ),
-                (sid, '{"role":"user"%', after, after),
+                (key, '{"role":"user"%', after, after),
             )
             rows = await cur.fetchall()
             if not rows:

@@ -45,6 +45,7 @@ from ctxtrim.stores._common import (
     check_messages,
     check_session_id,
     decode_payload,
+    encode_payload,
     payload_checksum,
     preview,
     token_counts,
@@ -401,6 +402,7 @@ class RedisContextStore(ContextStore):
     # -- writes -----------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
+        encode_payload(message, self._max_bytes, "message")  # errors name "message"
         await self.append_many([message])
 
     async def append_many(self, messages: Sequence[Message]) -> None:
