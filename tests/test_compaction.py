@@ -562,3 +562,16 @@ async def test_broken_on_event_callback_does_not_break_append(
         await store.append(Message.user("x"))
     assert any(is_summary(m) for m in await store.get_history())
     assert any("on_event callback failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_after_a_failure_the_next_automatic_attempt_waits_for_growth() -> None:
+    transport = Failing()
+    store, events = auto(MemoryContextStore(agent_session(12)), transport, max_tokens=1000)
+    await store.add_context_tokens(800, 1)  # over 750: one attempt, which fails
+    for _ in range(5):
+        await store.append(Message.user("ok"))  # a few tokens each: no new attempt
+    await store.add_context_tokens(820, 1)
+    assert [e.kind for e in events] == ["failed"]
+    await store.add_context_tokens(900, 1)  # grown by more than 75 tokens: try again
+    assert [e.kind for e in events] == ["failed", "failed"]
+    assert (await store.compact()).kind == "failed"  # on demand: always tries

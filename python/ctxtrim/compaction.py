@@ -281,7 +281,10 @@ class AutoCompactStore(ContextStore):
     threshold (so the caller's next model call sees the short history) without blocking
     other writers: appends made meanwhile go straight to the store and survive the rewrite.
     Every attempt is logged on ``ctxtrim.compaction`` and handed to ``on_event`` as a
-    :class:`CompactionEvent`; a failed summary never raises out of ``append``.
+    :class:`CompactionEvent`; a failed summary never raises out of ``append``. After an
+    automatic attempt that did not compact, the next one waits until the context has grown
+    by a tenth of ``trigger_tokens`` (a rate-limited provider is not called on every
+    append); :meth:`compact` always tries.
     """
 
     def __init__(
@@ -334,6 +337,10 @@ class AutoCompactStore(ContextStore):
         self.trigger_tokens = max(1, int(window * self.threshold))
         self._context: int | None = None  # current context tokens, None = ask the store
         self._running = False
+        # After an automatic attempt that did not compact (provider down, nothing to
+        # summarise), wait until the context has grown by a tenth of the trigger before
+        # trying again: a 429 must not turn every append into a summary call.
+        self._hold_until: int | None = None
 
     # -- settings and delegation ---------------------------------------------------------
 
@@ -376,7 +383,7 @@ class AutoCompactStore(ContextStore):
 
     async def clear(self) -> None:
         await self._store.clear()
-        self._context = None
+        self._context = self._hold_until = None
 
     async def generation(self) -> int:
         return await self._store.generation()
@@ -388,7 +395,7 @@ class AutoCompactStore(ContextStore):
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
         await self._store.replace_prefix(upto, messages, expected_generation)
-        self._context = None
+        self._context = self._hold_until = None
 
     async def load_log(self) -> _core.MessageLog:
         return await self._store.load_log()
@@ -443,9 +450,14 @@ class AutoCompactStore(ContextStore):
         return self._context
 
     async def _maybe_compact(self, trigger: Trigger) -> None:
-        if self._running or await self.context_tokens() < self.trigger_tokens:
+        if self._running:
             return
-        await self.compact(trigger=trigger)
+        tokens = await self.context_tokens()
+        if tokens < max(self.trigger_tokens, self._hold_until or 0):
+            return
+        event = await self.compact(trigger=trigger)
+        if event.kind != "compacted":
+            self._hold_until = tokens + max(1, self.trigger_tokens // 10)
 
     async def compact(self, *, trigger: Trigger = "manual") -> CompactionEvent:
         """Compact now, whatever the context size; returns (and emits) what happened."""
@@ -453,9 +465,12 @@ class AutoCompactStore(ContextStore):
             return self._emit("skipped", "a compaction is already running", trigger, 0, 0, 0, 0)
         self._running = True
         try:
-            return await self._compact(trigger)
+            event = await self._compact(trigger)
         finally:
             self._running = False
+        if event.kind == "compacted":
+            self._hold_until = None
+        return event
 
     async def _compact(self, trigger: Trigger) -> CompactionEvent:
         tokens_before = await self.context_tokens()
