@@ -57,6 +57,13 @@ def expect_str(value: object, path: str, *, nonempty: bool = False) -> str:
         raise InvalidMessage(f"expected a string, got {tname(value)}", path)
     if nonempty and not value:
         raise InvalidMessage("must not be empty", path)
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidMessage(
+                f"lone surrogate {value[e.start]!r} at index {e.start}; not valid UTF-8", path
+            ) from None
     return value
 
 

@@ -180,7 +180,7 @@ def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
 def _content(value: Any, path: str, role: str, unit: Unit) -> list[Block]:
     if isinstance(value, str):
         unit["form"] = "str"
-        return [TextBlock(value)]
+        return [TextBlock(expect_str(value, path))]
     parts = expect_list(value, path)
     blocks: list[Block] = []
     records: list[dict[str, Any]] = []
@@ -211,6 +211,10 @@ def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
         if "messages" not in data:
             raise InvalidMessage("missing required field", "messages")
         if "system" in data:
+            if data["system"] is None:
+                raise InvalidMessage(
+                    "expected a string or an array of text blocks, got null", "system"
+                )
             if system is not None:
                 raise InvalidMessage("the system prompt is given twice", "system")
             system = data["system"]
@@ -220,7 +224,7 @@ def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
     if system is not None:
         unit: Unit = {"t": "message", "n": 0}
         if isinstance(system, str):
-            blocks: list[Block] = [TextBlock(system)]
+            blocks: list[Block] = [TextBlock(expect_str(system, "system"))]
         else:
             blocks = _content(expect_list(system, "system"), "system", "system", unit)
             if len(blocks) == 1:

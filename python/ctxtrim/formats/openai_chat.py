@@ -103,7 +103,7 @@ def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
     if value is None:
         return []
     if isinstance(value, str):
-        return [TextBlock(value)]
+        return [TextBlock(expect_str(value, path))]
     parts = expect_list(value, path)
     blocks: list[Block] = []
     records: list[dict[str, Any]] = []
@@ -207,8 +207,10 @@ def from_openai_chat(messages: Any) -> list[Message]:
                 required(msg, "tool_call_id", path), f"{path}.tool_call_id", nonempty=True
             )
             content = required(msg, "content", path)
+            if content is None:
+                raise InvalidMessage("expected a string or an array, got null", f"{path}.content")
             if isinstance(content, str):
-                result = ToolResultBlock(call_id, content)
+                result = ToolResultBlock(call_id, expect_str(content, f"{path}.content"))
             else:
                 blocks = _content(content, f"{path}.content", images=False, unit=unit)
                 unit.pop("form", None)  # a list stays a list for tool results
@@ -223,6 +225,8 @@ def from_openai_chat(messages: Any) -> list[Message]:
         name = msg.get("name")
         if name is not None:
             expect_str(name, f"{path}.name", nonempty=True)
+        elif "name" in msg:
+            unit["null_name"] = True
         if "content" not in msg:
             if role != "assistant":
                 raise InvalidMessage("missing required field", f"{path}.content")
@@ -241,6 +245,8 @@ def from_openai_chat(messages: Any) -> list[Message]:
                 blocks += _tool_calls(msg["tool_calls"], f"{path}.tool_calls", unit, len(blocks))
             elif "tool_calls" in msg:
                 unit["null_tool_calls"] = True
+            if msg.get("tool_calls") == []:
+                unit["empty_tool_calls"] = True
             ours = "assistant"
         else:
             raise InvalidMessage(
@@ -349,7 +355,7 @@ def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
                         call["type"] = "function"
                     call["function"] = fn
                     calls.append(merge_keys(call, record))
-                if calls:
+                if calls or unit.get("empty_tool_calls"):
                     d["tool_calls"] = calls
                 elif unit.get("null_tool_calls"):
                     d["tool_calls"] = None
@@ -358,6 +364,8 @@ def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 if m.name is not None:
                     d["name"] = m.name
                 d["content"] = _render_content(blocks, unit)
+            if m.name is None and unit.get("null_name") and unit["t"] != "tool":
+                d["name"] = None
             out.append(merge_keys(d, unit))
             at += len(blocks)
     return out

@@ -180,6 +180,8 @@ def from_openai_responses(items: Any) -> list[Message]:
         path = f"input[{i}]"
         item = expect_dict(raw, path)
         kind = item.get("type")
+        if "type" in item:
+            expect_str(kind, f"{path}.type")
         unit: Unit = {"t": "", "n": 1}
         if kind is None or kind == "message":
             if kind is None:
@@ -195,7 +197,7 @@ def from_openai_responses(items: Any) -> list[Message]:
             assistant = role == "assistant"
             content = required(item, "content", path)
             if isinstance(content, str):
-                blocks: list[Block] = [TextBlock(content)]
+                blocks: list[Block] = [TextBlock(expect_str(content, f"{path}.content"))]
                 if assistant:
                     unit["form"] = "str"
             else:
@@ -226,7 +228,7 @@ def from_openai_responses(items: Any) -> list[Message]:
             call_id = expect_str(required(item, "call_id", path), f"{path}.call_id", nonempty=True)
             output = required(item, "output", path)
             if isinstance(output, str):
-                result = ToolResultBlock(call_id, output)
+                result = ToolResultBlock(call_id, expect_str(output, f"{path}.output"))
             else:
                 parts = _parts(output, f"{path}.output", assistant=False, unit=unit)
                 result = build(f"{path}.output", ToolResultBlock, call_id, parts)
@@ -254,6 +256,8 @@ def from_openai_responses(items: Any) -> list[Message]:
                 signature = ""
             else:
                 signature = expect_str(encrypted, f"{path}.encrypted_content")
+                if not signature:
+                    unit["empty_encrypted"] = True
             blocks = [build(path, ReasoningBlock, text, signature)]
             unit["t"] = "reasoning"
             consumed = frozenset({"type", "summary", "encrypted_content"})
@@ -371,6 +375,8 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     item["encrypted_content"] = rb.signature
                 elif unit.get("null_encrypted"):
                     item["encrypted_content"] = None
+                elif unit.get("empty_encrypted"):
+                    item["encrypted_content"] = ""
             out.append(merge_keys(item, unit))
             at += len(blocks)
     return out

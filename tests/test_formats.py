@@ -1,0 +1,868 @@
+"""Provider formats: lossless round trips both ways, path-naming errors, detection.
+
+For each format two round trips are checked:
+
+* ``to_X(from_X(payload)) == payload`` on realistic provider payloads (the example sessions,
+  written natively by examples/sessions/make_sessions.py, and the small payloads below);
+* ``from_X(to_X(ms)) == ms`` by hypothesis over ``histories()`` and arbitrary message lists,
+  restricted to what the format can express: ``expressible_<format>`` below applies exactly
+  the losses each module's docstring lists, and the property also checks that ``to_X`` of the
+  unrestricted history equals ``to_X`` of the restricted one (the losses are the documented
+  ones, nothing else).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxtrim import (
+    ImageBlock,
+    InvalidMessage,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    validate,
+)
+from ctxtrim.formats import (
+    FormatError,
+    detect,
+    dump,
+    from_anthropic,
+    from_ctxtrim,
+    from_openai_chat,
+    from_openai_responses,
+    load,
+    parse_json,
+    to_anthropic,
+    to_ctxtrim,
+    to_openai_chat,
+    to_openai_responses,
+)
+from ctxtrim.strategies import TruncateToolOutputs
+
+from strategies import histories, json_values, messages
+
+SESSIONS = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+PNG = base64.b64decode("iVBORw0KGgo=")
+PNG_URL = "data:image/png;base64,iVBORw0KGgo="
+
+PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _plain(m: Message, content: list[Any], *, name: bool = False) -> Message:
+    return Message(m.role, content, name=m.name if name else None)
+
+
+def _result(r: ToolResultBlock, *, is_error: bool = False, images: bool = True) -> ToolResultBlock:
+    content = r.content
+    if not isinstance(content, str) and not images:
+        content = tuple(b for b in content if type(b) is TextBlock)
+    return ToolResultBlock(r.tool_use_id, content, is_error=r.is_error and is_error)
+
+
+def expressible_chat(ms: list[Message]) -> list[Message]:
+    """What survives Chat Completions: no reasoning, no is_error/compact_summary, no images in
+    assistant messages or tool results, text before tool calls, tool results split from
+    user text (and merged across adjacent result-only messages), names except on results."""
+    out: list[Message] = []
+    for m in ms:
+        if m.role == "system":
+            out.append(_plain(m, list(m.content), name=True))
+        elif m.role == "assistant":
+            texts = [b for b in m.content if type(b) is TextBlock]
+            uses = [b for b in m.content if type(b) is ToolUseBlock]
+            out.append(_plain(m, texts + uses, name=True))
+        else:
+            _user_runs(m, out, name=True, images=False)
+    return out
+
+
+def _user_runs(m: Message, out: list[Message], *, name: bool, images: bool) -> None:
+    if not m.content:
+        out.append(_plain(m, [], name=name))
+        return
+    run: list[Any] = []
+
+    def flush_run() -> None:
+        if run:
+            out.append(_plain(m, list(run), name=name))
+            run.clear()
+
+    for block in m.content:
+        if type(block) is ToolResultBlock:
+            flush_run()
+            r = _result(block, images=images)
+            last = out[-1] if out else None
+            if (
+                last is not None
+                and last.role == "user"
+                and last.content
+                and all(type(b) is ToolResultBlock for b in last.content)
+            ):
+                out[-1] = Message("user", [*last.content, r])
+            else:
+                out.append(Message("user", [r]))
+        else:
+            run.append(block)
+    flush_run()
+
+
+def expressible_responses(ms: list[Message]) -> list[Message]:
+    """What survives the Responses format: no names, no redacted reasoning, no images in
+    assistant messages, no is_error/compact_summary; adjacent assistant messages become one
+    (a run of assistant-side items is one message); results split from user text."""
+    out: list[Message] = []
+    for m in ms:
+        if m.role == "system":
+            out.append(_plain(m, list(m.content)))
+        elif m.role == "assistant":
+            blocks = [
+                b
+                for b in m.content
+                if type(b) is not ImageBlock and not (type(b) is ReasoningBlock and b.redacted)
+            ]
+            if m.content and not blocks:
+                continue  # only redacted reasoning: no item at all
+            if out and out[-1].role == "assistant":
+                out[-1] = Message("assistant", [*out[-1].content, *blocks])
+            else:
+                out.append(Message("assistant", blocks))
+        else:
+            _user_runs(m, out, name=False, images=True)
+    return out
+
+
+def expressible_anthropic(ms: list[Message]) -> list[Message]:
+    """What survives Anthropic: leading system messages become one, later ones cannot be
+    expressed (left out here), no names, no images in assistant messages, no compact_summary,
+    no text in redacted reasoning."""
+    out: list[Message] = []
+    system: list[Any] | None = None
+    started = False
+    for m in ms:
+        if m.role == "system":
+            if not started:
+                system = [*(system or []), *m.content]
+            continue
+        started = True
+        if m.role == "assistant":
+            blocks = [
+                ReasoningBlock("", b.signature, True)
+                if type(b) is ReasoningBlock and b.redacted
+                else b
+                for b in m.content
+                if type(b) is not ImageBlock
+            ]
+            out.append(Message("assistant", blocks))
+        else:
+            out.append(
+                Message(
+                    "user",
+                    [
+                        _result(b, is_error=True) if type(b) is ToolResultBlock else b
+                        for b in m.content
+                    ],
+                )
+            )
+    return ([Message("system", system)] if system is not None else []) + out
+
+
+FORMATS: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., list[Message]]]] = {
+    "openai": (from_openai_chat, to_openai_chat, expressible_chat),
+    "responses": (from_openai_responses, to_openai_responses, expressible_responses),
+    "anthropic": (from_anthropic, to_anthropic, expressible_anthropic),
+}
+
+
+def _mid_system_free(ms: list[Message]) -> list[Message]:
+    """Anthropic cannot take a system message after the conversation started."""
+    out: list[Message] = []
+    for m in ms:
+        if m.role == "system" and any(x.role != "system" for x in out):
+            continue
+        out.append(m)
+    return out
+
+
+def _no_unexpressible(ms: list[Message], fmt: str) -> list[Message]:
+    """Remove what ``to_X`` refuses (raises on): images in assistant messages (all formats),
+    images in Chat tool results, mid-conversation system messages (Anthropic)."""
+    out = []
+    for m in ms:
+        content = list(m.content)
+        if m.role == "assistant":
+            content = [b for b in content if type(b) is not ImageBlock]
+        if fmt == "openai":
+            content = [
+                _result(b, is_error=b.is_error, images=False) if type(b) is ToolResultBlock else b
+                for b in content
+            ]
+        out.append(
+            Message(m.role, content, id=m.id, turn=m.turn, name=m.name, usage=m.usage, meta=m.meta)
+        )
+    return _mid_system_free(out) if fmt == "anthropic" else out
+
+
+def _check_roundtrip(fmt: str, ms: list[Message]) -> None:
+    from_x, to_x, expressible = FORMATS[fmt]
+    ms = _no_unexpressible(ms, fmt)
+    x = expressible(ms)
+    payload = to_x(x)
+    assert from_x(payload) == x
+    # The only losses are the documented ones: the unrestricted history carries the same
+    # conversation (up to the provider-field record, e.g. how assistant items were grouped).
+    assert [_plain(m, list(m.content), name=True) for m in from_x(to_x(ms))] == x
+    # And the payload is plain JSON.
+    assert json.loads(json.dumps(payload)) == payload
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@PROPS
+@given(data=st.data())
+def test_from_to_roundtrip_on_agent_histories(fmt: str, data: st.DataObject) -> None:
+    _check_roundtrip(fmt, data.draw(histories()))
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+@PROPS
+@given(ms=st.lists(messages(), max_size=6))
+def test_from_to_roundtrip_on_any_messages(fmt: str, ms: list[Message]) -> None:
+    _check_roundtrip(fmt, ms)
+
+
+@PROPS
+@given(ms=st.lists(messages(), max_size=6))
+def test_ctxtrim_shape_keeps_every_field(ms: list[Message]) -> None:
+    assert from_ctxtrim(to_ctxtrim(ms)) == ms
+    assert load(json.dumps(dump(ms, "ctxtrim")), "ctxtrim") == ms
+
+
+# --------------------------------------------------------------------------------------------
+# Realistic payloads: to_X(from_X(payload)) == payload
+
+
+def _session(name: str) -> Any:
+    return parse_json((SESSIONS / name).read_text(encoding="utf-8"))[0]
+
+
+SESSION_FILES = {
+    "openai": "openai_chat.json",
+    "responses": "openai_responses.json",
+    "anthropic": "anthropic.json",
+    "ctxtrim": "ctxtrim.jsonl",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(SESSION_FILES))
+def test_example_sessions_roundtrip_exactly(fmt: str) -> None:
+    payload = _session(SESSION_FILES[fmt])
+    original = copy.deepcopy(payload)
+    assert detect(payload) == fmt
+    ms = load(payload, fmt)
+    assert dump(ms, fmt) == original
+    assert payload == original  # loading did not mutate the caller's data
+    # A realistic agent session, provider-valid as a ctxtrim history.
+    assert validate(ms) == []
+    assert len(ms) >= 40
+    assert any(len(m.tool_uses) >= 2 for m in ms)  # parallel calls stay in one message
+    assert any("🐛" in m.text and "解析器" in m.text for m in ms)
+    longest = max(len(r.content) for m in ms for r in m.tool_results if isinstance(r.content, str))
+    assert longest > 4000
+    if fmt in ("anthropic", "ctxtrim"):  # OpenAI's formats have no error flag
+        assert any(r.is_error for m in ms for r in m.tool_results)
+    if fmt != "openai":  # Chat Completions has no reasoning
+        assert any(type(b) is ReasoningBlock for m in ms for b in m.content)
+
+
+def test_example_sessions_hold_the_same_conversation() -> None:
+    """Across formats the conversation is the same (text, calls, results)."""
+
+    def essence(ms: list[Message]) -> list[tuple[str, ...]]:
+        out = []
+        for m in ms:
+            for b in m.content:
+                if type(b) is TextBlock:
+                    out.append(("text", b.text))
+                elif type(b) is ToolUseBlock:
+                    out.append(("call", b.name, json.dumps(b.input, sort_keys=True)))
+                elif type(b) is ToolResultBlock:
+                    out.append(("result", str(b.content)))
+        return sorted(out)
+
+    chat = essence(load(_session("openai_chat.json")))
+    assert essence(load(_session("anthropic.json"))) == chat
+    assert essence(load(_session("openai_responses.json"))) == chat
+    assert essence(load(_session("ctxtrim.jsonl"))) == chat
+
+
+def test_example_sessions_are_reproducible(tmp_path: Path) -> None:
+    import runpy
+
+    module = runpy.run_path(str(SESSIONS / "make_sessions.py"))
+    module["HERE"] = tmp_path
+    module["main"].__globals__["HERE"] = tmp_path
+    module["main"]()
+    for name in SESSION_FILES.values():
+        assert (tmp_path / name).read_bytes() == (SESSIONS / name).read_bytes(), name
+
+
+CHAT = [
+    {"role": "developer", "content": "Be terse.", "name": "ops"},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "这张截图里是什么? 😀"},
+            {"type": "image_url", "image_url": {"url": PNG_URL, "detail": "high"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "ls", "arguments": '{"dir": "/"}'},
+            },
+            {"id": "call_b", "type": "function", "function": {"name": "pwd", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_b", "content": "/work"},
+    {"role": "tool", "tool_call_id": "call_a", "content": [{"type": "text", "text": "bin etc"}]},
+    {"role": "user", "content": "and now?"},
+    {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+]
+
+
+def test_chat_payload_roundtrips_and_maps_as_documented() -> None:
+    ms = from_openai_chat(copy.deepcopy(CHAT))
+    assert to_openai_chat(ms) == CHAT
+    system, user, call, results, follow, answer = ms
+    assert system.role == "system" and system.name == "ops" and system.text == "Be terse."
+    assert user.content[1] == ImageBlock("image/png", PNG)
+    assert [u.id for u in call.tool_uses] == ["call_a", "call_b"]
+    assert call.tool_uses[0].input == {"dir": "/"}
+    # Consecutive tool messages → one user message of results, in order; the user text after
+    # them stays its own message.
+    assert results.role == "user"
+    assert [r.tool_use_id for r in results.tool_results] == ["call_b", "call_a"]
+    assert results.tool_results[1].content == (TextBlock("bin etc"),)
+    assert follow.text == "and now?" and answer.text == "Done."
+    assert validate(ms) == []
+    # The exact arguments text survives (prompt caches key on it) ...
+    assert to_openai_chat(ms)[2]["tool_calls"][0]["function"]["arguments"] == '{"dir": "/"}'
+    # ... but not once the input changed: the record is stale and ignored.
+    edited = msgspec.structs.replace(
+        call, content=(ToolUseBlock("call_a", "ls", {"dir": "/tmp"}), call.content[1])
+    )
+    out = to_openai_chat([edited])
+    assert out[0]["tool_calls"][0]["function"]["arguments"] == '{"dir":"/tmp"}'
+
+
+RESPONSES = [
+    {"role": "developer", "content": "Be terse."},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "Fix it 🙏"},
+            {"type": "input_image", "image_url": PNG_URL, "detail": "auto"},
+        ],
+    },
+    {
+        "id": "rs_1",
+        "type": "reasoning",
+        "summary": [
+            {"type": "summary_text", "text": "Check the files."},
+            {"type": "summary_text", "text": "Then the tests."},
+        ],
+        "encrypted_content": "gAAAAAB",
+    },
+    {
+        "id": "msg_1",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Looking.", "annotations": []}],
+    },
+    {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_1",
+        "name": "ls",
+        "arguments": '{"dir":"/"}',
+    },
+    {
+        "id": "fc_2",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_2",
+        "name": "cat",
+        "arguments": '{"path": "a.py"}',
+    },
+    {"type": "function_call_output", "call_id": "call_1", "output": "a.py"},
+    {
+        "type": "function_call_output",
+        "call_id": "call_2",
+        "output": [{"type": "input_text", "text": "x = 1"}],
+    },
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Fine."}]},
+]
+
+
+def test_responses_payload_roundtrips_and_maps_as_documented() -> None:
+    ms = from_openai_responses(copy.deepcopy(RESPONSES))
+    assert to_openai_responses(ms) == RESPONSES
+    system, user, turn, results, answer = ms
+    assert system.role == "system"
+    assert user.content == (TextBlock("Fix it 🙏"), ImageBlock("image/png", PNG))
+    # reasoning + message + two function calls → one assistant message, in order
+    reasoning, text, a, b = turn.content
+    assert reasoning == ReasoningBlock("Check the files.\n\nThen the tests.", "gAAAAAB")
+    assert text == TextBlock("Looking.")
+    assert (a.id, b.id) == ("call_1", "call_2") and b.input == {"path": "a.py"}
+    assert [r.tool_use_id for r in results.tool_results] == ["call_1", "call_2"]
+    assert answer.text == "Fine."
+    assert validate(ms) == []
+
+
+ANTHROPIC = {
+    "system": "You are a coding agent.",
+    "messages": [
+        {"role": "user", "content": "Fix the bug 🐛 in 解析器"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "Read first.", "signature": "EqQBCkYIARgC"},
+                {"type": "redacted_thinking", "data": "EmwKAhgBEgy3"},
+                {"type": "text", "text": "Reading both."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"path": "a.py"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "read", "input": {"path": "b.py"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": [
+                        {"type": "text", "text": "No such file"},
+                        {
+                            "type": "image",
+                            "source": {
+                                "type": "base64",
+                                "media_type": "image/png",
+                                "data": "iVBORw0KGgo=",
+                            },
+                        },
+                    ],
+                    "is_error": True,
+                    "cache_control": {"type": "ephemeral"},
+                },
+            ],
+        },
+    ],
+}
+
+
+def test_anthropic_payload_roundtrips_and_maps_as_documented() -> None:
+    ms = from_anthropic(copy.deepcopy(ANTHROPIC))
+    assert to_anthropic(ms) == ANTHROPIC
+    system, _task, call, results = ms
+    assert system == Message.system("You are a coding agent.")
+    thinking, redacted = call.content[:2]
+    assert thinking == ReasoningBlock("Read first.", "EqQBCkYIARgC")
+    assert redacted == ReasoningBlock("", "EmwKAhgBEgy3", redacted=True)
+    ok, failed = results.tool_results
+    assert not ok.is_error and failed.is_error
+    assert failed.content == (TextBlock("No such file"), ImageBlock("image/png", PNG))
+    # The system prompt may also be given separately, or the messages as a bare list.
+    assert from_anthropic(ANTHROPIC["messages"], system=ANTHROPIC["system"]) == ms
+    assert to_anthropic(ms[1:]) == {"messages": ANTHROPIC["messages"]}
+
+
+def test_anthropic_rejects_a_system_message_mid_conversation() -> None:
+    with pytest.raises(InvalidMessage) as e:
+        to_anthropic([Message.user("hi"), Message.system("late")])
+    assert e.value.path == "messages[1]"
+
+
+def test_a_trimmed_message_is_rendered_canonically_not_from_a_stale_record() -> None:
+    """A strategy that rewrites a block must see its rewrite in the output."""
+    ms = load(_session("anthropic.json"), "anthropic")
+    clipped = TruncateToolOutputs(200)(ms)
+    out = dump(clipped, "anthropic")
+    longest = max(
+        len(b["content"])
+        for m in out["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result" and isinstance(b["content"], str)
+    )
+    assert longest < 400
+    # The provider fields that still apply are kept (cache_control on the last block).
+    assert out["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_cross_format_conversion_keeps_the_conversation() -> None:
+    ms = from_openai_chat(CHAT)
+    again = from_anthropic(to_anthropic(ms))
+    assert [m.role for m in again] == [m.role for m in ms]
+    assert [m.tool_uses for m in again] == [m.tool_uses for m in ms]
+    assert validate(again) == []
+    assert from_openai_responses(to_openai_responses(ms))[2].tool_uses == ms[2].tool_uses
+
+
+# --------------------------------------------------------------------------------------------
+# Malformed input: InvalidMessage naming the path, never KeyError/TypeError
+
+
+def _chat_with(index: int, message: Any) -> list[Any]:
+    payload = copy.deepcopy(CHAT)
+    payload[index] = message
+    return payload
+
+
+BAD_CHAT = [
+    (
+        _chat_with(
+            2,
+            {
+                "role": "assistant",
+                "tool_calls": [{"type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+            },
+        ),
+        "messages[2].tool_calls[0].id",
+    ),
+    (
+        _chat_with(
+            2,
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "function": {"name": "ls", "arguments": "{oops"}}],
+            },
+        ),
+        "messages[2].tool_calls[0].function.arguments",
+    ),
+    (
+        _chat_with(
+            2,
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c", "function": {"name": "ls", "arguments": "[1]"}}],
+            },
+        ),
+        "messages[2].tool_calls[0].function.arguments",
+    ),
+    (_chat_with(2, {"role": "assistant", "tool_calls": {"id": "c"}}), "messages[2].tool_calls"),
+    (_chat_with(3, {"role": "tool", "content": "x"}), "messages[3].tool_call_id"),
+    (
+        _chat_with(3, {"role": "tool", "tool_call_id": "", "content": "x"}),
+        "messages[3].tool_call_id",
+    ),
+    (
+        _chat_with(
+            1,
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
+            },
+        ),
+        "messages[1].content[0].image_url.url",
+    ),
+    (
+        _chat_with(
+            1,
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": "data:image/bmp;base64,AA=="}}
+                ],
+            },
+        ),
+        "messages[1].content[0].image_url.url",
+    ),
+    (
+        _chat_with(1, {"role": "user", "content": [{"type": "input_audio"}]}),
+        "messages[1].content[0].type",
+    ),
+    (_chat_with(1, {"role": "user", "content": 7}), "messages[1].content"),
+    (_chat_with(1, {"role": "wizard", "content": "x"}), "messages[1].role"),
+    (_chat_with(1, {"content": "x"}), "messages[1].role"),
+    (_chat_with(1, "hello"), "messages[1]"),
+    (_chat_with(1, {"role": "user", "content": "\ud800"}), "messages[1].content"),
+    ({"messages": 3}, "messages"),
+]
+
+
+@pytest.mark.parametrize(("payload", "path"), BAD_CHAT)
+def test_malformed_chat_names_the_path(payload: Any, path: str) -> None:
+    with pytest.raises(InvalidMessage) as e:
+        from_openai_chat(payload)
+    assert e.value.path == path
+
+
+BAD_RESPONSES = [
+    ([{"type": "function_call", "name": "ls", "arguments": "{}"}], "input[0].call_id"),
+    (
+        [{"type": "function_call", "call_id": "c", "name": "ls", "arguments": 5}],
+        "input[0].arguments",
+    ),
+    ([{"type": "function_call_output", "output": "x"}], "input[0].call_id"),
+    ([{"type": "reasoning", "summary": [{"type": "x"}]}], "input[0].summary[0].type"),
+    ([{"type": "reasoning", "summary": "x"}], "input[0].summary"),
+    ([{"type": "web_search_call", "id": "ws_1"}], "input[0].type"),
+    (
+        [{"type": "message", "role": "user", "content": [{"type": "input_file"}]}],
+        "input[0].content[0].type",
+    ),
+    (
+        [
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "input_image", "image_url": PNG_URL}],
+            }
+        ],
+        "input[0].content[0].type",
+    ),
+    ([{"content": "no role"}], "input[0].type"),
+    ([{"type": "message", "role": "user"}], "input[0].content"),
+]
+
+
+@pytest.mark.parametrize(("payload", "path"), BAD_RESPONSES)
+def test_malformed_responses_names_the_path(payload: Any, path: str) -> None:
+    with pytest.raises(InvalidMessage) as e:
+        from_openai_responses(payload)
+    assert e.value.path == path
+
+
+BAD_ANTHROPIC = [
+    (
+        [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}],
+        "messages[0].content[0].tool_use_id",
+    ),
+    (
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "x", "input": []}],
+            }
+        ],
+        "messages[0].content[0].input",
+    ),
+    (
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t", "name": "x", "input": {"a": float("nan")}}
+                ],
+            }
+        ],
+        "messages[0].content[0].input",
+    ),
+    (
+        [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]}],
+        "messages[0].content[0].type",
+    ),
+    (
+        [
+            {
+                "role": "user",
+                "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}],
+            }
+        ],
+        "messages[0].content[0].source.type",
+    ),
+    (
+        [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": "image/png", "data": "!!"},
+                    }
+                ],
+            }
+        ],
+        "messages[0].content[0].source.data",
+    ),
+    (
+        [
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": "yes"}],
+            }
+        ],
+        "messages[0].content[0].is_error",
+    ),
+    ([{"role": "system", "content": "x"}], "messages[0].role"),
+    ([{"role": "user", "content": [{"type": "document"}]}], "messages[0].content[0].type"),
+    ({"system": 5, "messages": []}, "system"),
+    ({"model": "claude"}, "messages"),
+]
+
+
+@pytest.mark.parametrize(("payload", "path"), BAD_ANTHROPIC)
+def test_malformed_anthropic_names_the_path(payload: Any, path: str) -> None:
+    with pytest.raises(InvalidMessage) as e:
+        from_anthropic(payload)
+    assert e.value.path == path
+
+
+def test_malformed_ctxtrim_shape_names_the_path() -> None:
+    with pytest.raises(InvalidMessage) as e:
+        from_ctxtrim(
+            [
+                {"role": "user", "content": []},
+                {"role": "user", "content": [{"type": "tool_result"}]},
+            ]
+        )
+    assert e.value.path == "messages[1].content[0].tool_use_id"
+
+
+@pytest.mark.parametrize("fmt", ["openai", "responses", "anthropic", "ctxtrim"])
+@settings(max_examples=150, deadline=None)
+@given(payload=json_values(max_leaves=30))
+def test_arbitrary_json_is_accepted_or_rejected_with_invalid_message(
+    fmt: str, payload: Any
+) -> None:
+    from_x = {**{k: v[0] for k, v in FORMATS.items()}, "ctxtrim": from_ctxtrim}[fmt]
+    try:
+        from_x(payload)
+    except InvalidMessage:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("fmt", "messages_", "path"),
+    [
+        ("openai", [Message.assistant([ImageBlock("image/png", PNG)])], "messages[0].content[0]"),
+        (
+            "openai",
+            [Message.tool_results(ToolResultBlock("t", [ImageBlock("image/png", PNG)]))],
+            "messages[0].content[0].content[0]",
+        ),
+        (
+            "responses",
+            [Message.user("x"), Message.assistant(["a", ImageBlock("image/png", PNG)])],
+            "messages[1].content[1]",
+        ),
+        (
+            "anthropic",
+            [Message.assistant([ImageBlock("image/png", PNG)])],
+            "messages[0].content[0]",
+        ),
+        ("ctxtrim", ["not a message"], "messages[0]"),
+    ],
+)
+def test_what_a_format_cannot_express_raises(fmt: str, messages_: list[Any], path: str) -> None:
+    with pytest.raises(InvalidMessage) as e:
+        dump(messages_, fmt)
+    assert e.value.path == path
+
+
+# --------------------------------------------------------------------------------------------
+# detect / load / dump
+
+
+@pytest.mark.parametrize(
+    ("payload", "fmt"),
+    [
+        (CHAT, "openai"),
+        ([{"role": "user", "content": "hi"}], "openai"),
+        (RESPONSES, "responses"),
+        ({"input": RESPONSES, "model": "gpt-5"}, "responses"),
+        (ANTHROPIC, "anthropic"),
+        (ANTHROPIC["messages"], "anthropic"),
+        (to_ctxtrim([Message.system("s"), *from_anthropic(ANTHROPIC["messages"])]), "ctxtrim"),
+        ({"messages": CHAT, "model": "gpt-4o"}, "openai"),
+    ],
+)
+def test_detect(payload: Any, fmt: str) -> None:
+    assert detect(payload) == fmt
+    assert load(payload) == load(payload, fmt)
+
+
+@pytest.mark.parametrize("payload", [5, "text", {"model": "x"}, None])
+def test_detect_rejects_what_is_not_a_conversation(payload: Any) -> None:
+    with pytest.raises(FormatError):
+        detect(payload)
+
+
+def test_load_accepts_json_and_jsonl_text() -> None:
+    ms = from_openai_chat(CHAT)
+    assert load(json.dumps(CHAT)) == ms
+    assert load("\n".join(json.dumps(m) for m in CHAT).encode(), "openai") == ms
+    with pytest.raises(FormatError, match="line 2"):
+        load('{"role": "user", "content": "x"}\nnot json\n')
+    with pytest.raises(FormatError):
+        load("not json")
+
+
+def test_unknown_format_name() -> None:
+    with pytest.raises(FormatError, match="unknown format 'gemini'"):
+        load([], "gemini")
+    with pytest.raises(FormatError):
+        dump([], "auto")
+    assert isinstance(FormatError("x"), ValueError)
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*path, i))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("fmt", "payload"), [("openai", CHAT), ("responses", RESPONSES), ("anthropic", ANTHROPIC)]
+)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_corrupted_payloads_raise_invalid_message_or_convert(
+    fmt: str, payload: Any, data: st.DataObject
+) -> None:
+    """Replace one field anywhere in a realistic payload by an arbitrary JSON value (or delete
+    it): the converter either accepts the result — and then round-trips it exactly — or
+    raises InvalidMessage; never KeyError, TypeError or AttributeError."""
+    from_x, to_x, _ = FORMATS[fmt]
+    corrupted = copy.deepcopy(payload)
+    path = data.draw(st.sampled_from(_paths(corrupted)[1:]))
+    parent = corrupted
+    for key in path[:-1]:
+        parent = parent[key]
+    if data.draw(st.booleans()) and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(json_values(max_leaves=4))
+    try:
+        ms = from_x(copy.deepcopy(corrupted))
+    except InvalidMessage as e:
+        assert e.path  # names where
+        return
+    assert from_x(to_x(ms)) == ms
+    assert to_x(ms) == corrupted
