@@ -249,8 +249,9 @@ class CompactionEvent:
     untouched), ``"stale"`` (the history was rewritten by someone else twice during the
     attempt; gave up, history untouched by this attempt) or ``"skipped"`` (nothing to
     summarise, or a compaction was already running). ``reason`` says why in words.
-    ``messages_*`` and ``tokens_*`` (estimated context tokens) are read before the attempt
-    and after it (``after`` includes messages appended meanwhile).
+    ``messages_*`` and ``tokens_*`` (context tokens) are read before the attempt and after
+    it; after a ``compacted`` or ``stale`` attempt they include messages appended
+    meanwhile, after a ``failed`` or ``skipped`` one they are the snapshot's.
     """
 
     kind: EventKind
