@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import multiprocessing
 import os
 import random
@@ -40,7 +39,6 @@ from ctxtrim.stores.sqlite import SCHEMA_VERSION
 from store_backends import (
     PERSISTENT_BACKENDS,
     Backend,
-    SQLiteBackend,
     append_worker,
     open_worker,
     opened,
@@ -417,10 +415,3 @@ async def test_a_held_write_lock_times_out_as_store_error(tmp_path: Path) -> Non
             blocker.close()
         await store.append(Message.user("now it goes through"))
         assert [m.text for m in await store.get_history()] == ["now it goes through"]
-
-
-def test_backend_pickles_for_child_processes(tmp_path: Path) -> None:
-    backend = SQLiteBackend(str(tmp_path / "p.db"))
-    with ProcessPoolExecutor(1, mp_context=SPAWN) as pool:
-        assert pool.submit(append_worker, backend, "s", 7, 3, 2).result() == 3
-    assert json.dumps(backend.path)

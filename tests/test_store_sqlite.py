@@ -156,6 +156,17 @@ async def test_lifecycle_close_fork_and_memory(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="open"):
         SQLiteContextStore(None, 1, "s", counter=None, max_message_bytes=1)  # type: ignore[arg-type]
 
+    async with await SQLiteContextStore.open(tmp_path / "l.db", "parent") as again:
+        other = await again.session("another")  # same connection, another session
+        await again.close()
+        await other.append(Message.user("other session"))
+        assert [m.text for m in await other.get_history()] == ["other session"]
+        ids = {i.session_id for i in await other.list_sessions()}
+        assert ids == {"parent", "another", child.session_id}
+        with pytest.raises(InvalidSessionId):
+            await other.session("")
+        await other.close()
+
     memory = await SQLiteContextStore.from_history(agent_session(1))  # ":memory:"
     fork = await memory.fork()
     await memory.clear()

@@ -289,8 +289,9 @@ class SQLiteContextStore(ContextStore):
     """One session's history in an SQLite file; open it with :meth:`open`.
 
     Several stores (in one process or many) may use the same file and even the same
-    session at once. ``fork()`` returns a store sharing this one's connection; close every
-    store you open (or use ``async with``). See the module docstring for the guarantees.
+    session at once. ``fork()`` and ``session(id)`` return stores sharing this one's
+    connection and worker thread; close every store you open (or use ``async with``).
+    See the module docstring for the guarantees.
     """
 
     def __init__(
@@ -481,6 +482,17 @@ class SQLiteContextStore(ContextStore):
             child_id,
             counter=self._counter,
             max_message_bytes=self._max_bytes,
+        )
+
+    async def session(self, session_id: str) -> SQLiteContextStore:
+        """A store on another session (created if needed) of the same file, sharing this
+        store's connection and worker thread: a server holding many sessions of one file
+        needs one connection, not one per session. Close it like any store."""
+        session_id = check_session_id(session_id)
+        sid = await self._run(_attach, session_id)
+        self._db.refs += 1
+        return SQLiteContextStore(
+            self._db, sid, session_id, counter=self._counter, max_message_bytes=self._max_bytes
         )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
