@@ -12,6 +12,8 @@ import asyncio
 import hashlib
 import os
 import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 
@@ -24,15 +26,15 @@ redis_asyncio = pytest.importorskip("redis.asyncio", reason="the redis extra is 
 from ctxtrim.stores.redis import RedisContextStore  # noqa: E402
 
 URL = os.environ.get("CTXTRIM_REDIS_URL", "")
-pytestmark = pytest.mark.skipif(
-    not URL, reason="CTXTRIM_REDIS_URL is not set (start one with scripts/services.sh)"
-)
+NO_SERVER = "CTXTRIM_REDIS_URL is not set (start one with scripts/services.sh)"
 
 TRICKY_IDS = ["a", "a:messages", "*", "a}", "{a}", "a\x00", "a\x00b", "ä" * 400, "x" * 1024]
 
 
 @pytest.fixture
 async def client() -> AsyncIterator[redis_asyncio.Redis]:
+    if not URL:
+        pytest.skip(NO_SERVER)
     c = redis_asyncio.Redis.from_url(URL)
     yield c
     await c.aclose()
@@ -40,6 +42,8 @@ async def client() -> AsyncIterator[redis_asyncio.Redis]:
 
 @pytest.fixture
 def prefix() -> str:
+    if not URL:
+        pytest.skip(NO_SERVER)
     return f"test:{uuid.uuid4().hex[:12]}"
 
 
@@ -305,3 +309,24 @@ async def test_a_wrong_type_key_is_a_store_error_and_changes_nothing(
         await other.append(Message.user("x"))
     assert not await client.exists(f"{prefix}:{{{sha('t')}}}:log")
     await other.close()
+
+
+def test_the_stores_package_imports_without_the_server_extras() -> None:
+    # A fresh interpreter where neither client library can be imported.
+    code = (
+        "import sys; sys.modules['redis'] = None; sys.modules['psycopg'] = None\n"
+        "import ctxtrim.stores as s\n"
+        "assert s.SQLiteContextStore\n"
+        "pairs = [('RedisContextStore', 'redis'), ('PostgresContextStore', 'postgres')]\n"
+        "for name, extra in pairs:\n"
+        "    try:\n"
+        "        getattr(s, name)\n"
+        "    except ImportError as e:\n"
+        '        assert f"ctxtrim[{extra}]" in str(e), e\n'
+        "    else:\n"
+        "        raise AssertionError(name)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    import ctxtrim.stores
+
+    assert ctxtrim.stores.RedisContextStore is RedisContextStore
