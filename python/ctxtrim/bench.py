@@ -773,10 +773,13 @@ def _loop_factories(
 _QUADRATIC_LIMIT = 1_200
 
 
-def _time_turns(loop: _Loop, later: list[list[Any]], timed: set[int]) -> float:
-    """Run the loop over ``later`` turns; return the mean seconds of the ``timed`` ones."""
-    total = 0.0
-    count = 0
+def _time_turns(
+    loop: _Loop, later: list[list[Any]], timed: set[int], *, median: bool = False
+) -> float:
+    """Run the loop over ``later`` turns; return the mean (or median) seconds of the
+    ``timed`` ones. The median is used where the history length is fixed (per-turn cost at
+    n), so a load spike from another process does not decide the number."""
+    times: list[float] = []
     clock = time.perf_counter
     loop.fit()  # warm-up: first calls pay for lazy imports and caches in some peers
     for i, turn in enumerate(later):
@@ -784,13 +787,14 @@ def _time_turns(loop: _Loop, later: list[list[Any]], timed: set[int]) -> float:
             start = clock()
             loop.add(turn)
             loop.fit()
-            total += clock() - start
-            count += 1
+            times.append(clock() - start)
         else:
             loop.add(turn)
             if loop.stateful:
                 loop.fit()
-    return total / max(count, 1)
+    if not times:
+        return 0.0
+    return statistics.median(times) if median else statistics.fmean(times)
 
 
 def _sample(n: int, k: int) -> set[int]:
@@ -1079,7 +1083,14 @@ def _bench_loops(plan: _Plan, rows: list[Row], progress: _Progress) -> None:
             else:
                 loop, later = factory(n // 4)
                 k = plan.per_turn_samples if "TokenLimited" not in name else 2
-                rows.append(Row(PER_TURN, size, name, _time_turns(loop, later[:k], set(range(k)))))
+                rows.append(
+                    Row(
+                        PER_TURN,
+                        size,
+                        name,
+                        _time_turns(loop, later[:k], set(range(k)), median=True),
+                    )
+                )
                 del loop, later
             progress.step(f"{PER_TURN} {size} {name}")
 
