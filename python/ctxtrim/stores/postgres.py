@@ -662,5 +662,20 @@ class PostgresContextStore(ContextStore):
             self._closed = True
             await self._shared.release()
 
+    async def __aenter__(self) -> PostgresContextStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @classmethod
+    async def from_history(cls, history: Sequence[Message]) -> PostgresContextStore:
+        """Not available: a server store needs its address. Use
+        ``await PostgresContextStore.open(dsn, session_id)`` and then ``append_many(history)``."""
+        raise TypeError(
+            "PostgresContextStore.from_history() has no server to connect to; use "
+            "`await PostgresContextStore.open(dsn, session_id)` and `append_many(history)`"
+        )
+
     def __repr__(self) -> str:
         return f"PostgresContextStore(session_id={self.session_id!r})"

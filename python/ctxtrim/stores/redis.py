@@ -586,6 +586,22 @@ class RedisContextStore(ContextStore):
             self._closed = True
             await self._shared.release()
 
+    async def __aenter__(self) -> RedisContextStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @classmethod
+    async def from_history(cls, history: Sequence[Message]) -> RedisContextStore:
+        """Not available: a server store needs its address. Use
+        ``await RedisContextStore.open(url, session_id, prefix=...)`` and then
+        ``append_many(history)``."""
+        raise TypeError(
+            "RedisContextStore.from_history() has no server to connect to; use "
+            "`await RedisContextStore.open(url, session_id, prefix=...)` and `append_many(history)`"
+        )
+
     def __repr__(self) -> str:
         return f"RedisContextStore(prefix={self._prefix!r}, session_id={self.session_id!r})"
 
