@@ -1,15 +1,16 @@
 """Persistent :class:`~ctxtrim.ContextStore` backends.
 
-``SQLiteContextStore`` (stdlib ``sqlite3``) is the embedded default. Backends that need a
-third-party client live in their own modules (``ctxtrim.stores.redis``,
-``ctxtrim.stores.postgres``) and are exported here lazily, so importing this package never
-requires them.
+``SQLiteContextStore`` (stdlib ``sqlite3``) is the embedded default and is imported eagerly.
+``RedisContextStore`` and ``PostgresContextStore`` need their clients (the ``ctxtrim[redis]``
+/ ``ctxtrim[postgres]`` extras), so they are imported on first access
+(``from ctxtrim.stores import RedisContextStore``): importing this package never requires
+them, and a missing client raises ``ImportError`` naming the extra only when asked for.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxtrim.stores.sqlite import SQLiteContextStore
 
@@ -19,16 +20,19 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresContextStore", "RedisContextStore", "SQLiteContextStore"]
 
-# Imported on first access, so `import ctxtrim.stores` works without the extras; accessing
-# one without its extra raises ImportError naming the extra to install.
 _LAZY = {
-    "RedisContextStore": "ctxtrim.stores.redis",
-    "PostgresContextStore": "ctxtrim.stores.postgres",
+    "RedisContextStore": ("ctxtrim.stores.redis", "redis"),
+    "PostgresContextStore": ("ctxtrim.stores.postgres", "postgres"),
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    module, extra = _LAZY[name]
+    try:
+        return getattr(importlib.import_module(module), name)
+    except ImportError as e:
+        raise ImportError(
+            f"{name} needs its client library: pip install 'ctxtrim[{extra}]' ({e})"
+        ) from e
