@@ -213,3 +213,26 @@ async def test_list_sessions_reports_every_session_of_the_file(tmp_path: Path) -
             ("second", 0, ""),
         ]
         assert (infos[1].input_tokens, infos[1].output_tokens) == (5, 6)
+
+
+async def test_a_cancelled_append_is_whole_or_absent_never_torn(tmp_path: Path) -> None:
+    path = tmp_path / "cancel.db"
+    async with await SQLiteContextStore.open(path, "s") as store:
+        blocker = _raw(path)
+        blocker.execute("BEGIN IMMEDIATE")
+        batch = [Message.user(f"b{i}") for i in range(3)]
+        task = asyncio.create_task(store.append_many(batch))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        # The worker thread finished the transaction after the caller gave up on it: the
+        # batch is there whole (the same as an append whose acknowledgement was lost).
+        assert [m.text for m in await store.get_history()] == ["b0", "b1", "b2"]
+
+
+async def test_an_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="unable to open"):
+        await SQLiteContextStore.open(tmp_path / "no" / "such" / "dir.db")
