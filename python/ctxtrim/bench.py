@@ -1694,11 +1694,11 @@ def run(quick: bool, progress: bool = True, *, smoke: bool = False) -> Table:
     n_impls = len(_loop_factories(agent_history(1)))
     total = (
         n_impls * (len(plan.loop_turns) + len(plan.per_turn_sizes))
-        + 4
+        + 3  # append, get_history, token estimate
         + len(plan.fork_sizes)
-        + 2
-        + 1
-        + 1
+        + 2  # SQLite: ctxtrim, openai-agents
+        + 1  # axio subprocess
+        + 1  # token accuracy
     )
     bar = _Progress(total, progress)
     rows: list[Row] = []
