@@ -15,6 +15,7 @@ import pytest
 from ctxtrim import (
     CorruptRecordError,
     HeuristicTokenCounter,
+    InvalidMessage,
     InvalidSessionId,
     Message,
     SQLiteContextStore,
@@ -236,3 +237,57 @@ async def test_a_cancelled_append_is_whole_or_absent_never_torn(tmp_path: Path) 
 async def test_an_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="unable to open"):
         await SQLiteContextStore.open(tmp_path / "no" / "such" / "dir.db")
+
+
+async def test_idempotent_ids_make_a_retried_append_a_no_op(tmp_path: Path) -> None:
+    path = tmp_path / "idem.db"
+    batch = [Message.user("a", id="m1"), Message.assistant("b", id="m2"), Message.user("c")]
+    async with await SQLiteContextStore.open(path, "s", idempotent_ids=True) as store:
+        await store.append_many(batch)
+        # The acknowledgement was lost (kill -9 after COMMIT): the client retries the batch.
+        await store.append_many(batch)
+        assert [m.text for m in await store.get_history()] == ["a", "b", "c", "c"]  # no id: no key
+        await store.append(Message.user("a", id="m1"))
+        with pytest.raises(InvalidMessage) as err:  # same id, other content: whole batch refused
+            await store.append_many([Message.user("new", id="m3"), Message.user("x", id="m2")])
+        assert err.value.path == "messages[1].id"
+        with pytest.raises(InvalidMessage) as err:
+            await store.append(Message.user("x", id="m1"))
+        assert err.value.path == "message.id"
+        with pytest.raises(InvalidMessage) as err:  # conflicting twins in one batch, before I/O
+            await store.append_many([Message.user("p", id="t"), Message.user("q", id="t")])
+        assert err.value.path == "messages[1].id"
+        await store.append_many([Message.user("p", id="t"), Message.user("p", id="t")])
+        assert [m.id for m in await store.get_history()] == ["m1", "m2", None, None, "t"]
+        fork = await store.fork()  # a fork knows the ids of its history
+        await fork.append(Message.user("a", id="m1"))
+        assert len(await fork.get_history()) == 5
+        await fork.close()
+        await store.clear()  # a clear forgets them
+        await store.append(Message.user("other content", id="m1"))
+        assert [m.text for m in await store.get_history()] == ["other content"]
+    async with await SQLiteContextStore.open(path, "s") as plain:  # off (the default)
+        await plain.append(Message.user("other content", id="m1"))
+        assert len(await plain.get_history()) == 2  # like every other store: two messages
+
+
+async def test_a_version_1_file_is_migrated_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    async with await SQLiteContextStore.open(path, "old") as store:
+        await store.append_many(agent_session(2))
+    raw = _raw(path)
+    try:  # what a file written by schema version 1 looks like
+        raw.execute("DROP TABLE ctxtrim_ids")
+        raw.execute("UPDATE ctxtrim_schema SET version = 1")
+    finally:
+        raw.close()
+    async with await SQLiteContextStore.open(path, "old", idempotent_ids=True) as store:
+        assert await store.get_history() == agent_session(2)
+        await store.append(Message.user("after the upgrade", id="u"))
+        await store.append(Message.user("after the upgrade", id="u"))
+        assert len(await store.get_history()) == len(agent_session(2)) + 1
+    raw = _raw(path)
+    try:
+        assert raw.execute("SELECT version FROM ctxtrim_schema").fetchall() == [(SCHEMA_VERSION,)]
+    finally:
+        raw.close()

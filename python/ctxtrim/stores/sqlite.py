@@ -34,6 +34,7 @@ Invariants (each checked by ``tests/test_store_reliability.py`` or the conforman
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import sqlite3
 import time
@@ -45,7 +46,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from ctxtrim import _core
-from ctxtrim.errors import StoreError, stale_generation_error
+from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
@@ -88,6 +89,14 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             crc INTEGER NOT NULL,
             payload BLOB NOT NULL,
             PRIMARY KEY (sid, generation, seq))""",
+    ),
+    (
+        # v2: client message ids for opt-in idempotent appends (``idempotent_ids=True``).
+        """CREATE TABLE ctxtrim_ids (
+            sid INTEGER NOT NULL REFERENCES ctxtrim_sessions(id),
+            message_id TEXT NOT NULL,
+            digest BLOB NOT NULL,
+            PRIMARY KEY (sid, message_id)) WITHOUT ROWID""",
     ),
 )
 #: The schema version this ctxtrim writes.
@@ -302,6 +311,7 @@ class SQLiteContextStore(ContextStore):
         *,
         counter: TokenCounter | None,
         max_message_bytes: int,
+        idempotent_ids: bool = False,
     ) -> None:
         """Internal: use :meth:`open`."""
         if not isinstance(db, _Database):
@@ -311,6 +321,7 @@ class SQLiteContextStore(ContextStore):
         self._sid = sid
         self._counter = counter
         self._max_bytes = max_message_bytes
+        self._idempotent = idempotent_ids
         self._closed = False
 
     @classmethod
@@ -323,6 +334,7 @@ class SQLiteContextStore(ContextStore):
         counter: TokenCounter | None = None,
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        idempotent_ids: bool = False,
     ) -> SQLiteContextStore:
         """Open (creating if needed) the file at ``path`` and the session ``session_id``
         (a new uuid4 hex when None). ``":memory:"`` gives a private in-memory database.
@@ -332,6 +344,12 @@ class SQLiteContextStore(ContextStore):
         loss or an OS crash. ``busy_timeout`` (seconds) is how long a write waits for
         another writer before raising :class:`~ctxtrim.errors.StoreError`.
         ``counter`` gives exact token counts (stored with each message, never recounted).
+
+        ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
+        message whose id is already stored with the same content stores nothing (a retry
+        after a lost acknowledgement); with different content the whole batch is refused
+        with :class:`~ctxtrim.errors.InvalidMessage` naming ``messages[i].id``. ``clear``
+        forgets the ids, ``fork`` copies them, ``replace_prefix`` keeps them.
         """
         session_id = check_session_id(uuid.uuid4().hex if session_id is None else session_id)
         sync = synchronous.upper() if isinstance(synchronous, str) else synchronous
@@ -350,7 +368,26 @@ class SQLiteContextStore(ContextStore):
         except BaseException:
             await db.release()
             raise
-        return cls(db, sid, session_id, counter=counter, max_message_bytes=max_bytes)
+        return cls(
+            db,
+            sid,
+            session_id,
+            counter=counter,
+            max_message_bytes=max_bytes,
+            idempotent_ids=bool(idempotent_ids),
+        )
+
+    def _sibling(self, sid: int, session_id: str) -> SQLiteContextStore:
+        """Another store on this one's connection (for ``fork`` and ``session``)."""
+        self._db.refs += 1
+        return SQLiteContextStore(
+            self._db,
+            sid,
+            session_id,
+            counter=self._counter,
+            max_message_bytes=self._max_bytes,
+            idempotent_ids=self._idempotent,
+        )
 
     async def _run(self, fn: Callable[..., _T], *args: Any) -> _T:
         if self._closed:
@@ -366,28 +403,70 @@ class SQLiteContextStore(ContextStore):
 
     async def append(self, message: Message) -> None:
         payload = encode_payload(message, self._max_bytes)
-        await self._append([payload], token_counts([message], self._counter))
+        await self._append([message], [payload], "message")
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         payloads = check_messages(messages, self._max_bytes)
         if payloads:
-            await self._append(payloads, token_counts(messages, self._counter))
+            await self._append(list(messages), payloads, "messages[{}]")
 
-    async def _append(self, payloads: list[bytes], counts: list[int]) -> None:
+    def _keys(self, messages: list[Message], payloads: list[bytes], path: str) -> list[Any]:
+        """``(message_id, sha256)`` per message when ids are idempotency keys (else Nones);
+        a batch naming one id twice with different content is refused before any I/O."""
+        if not self._idempotent:
+            return [None] * len(messages)
+        keys: list[Any] = []
+        seen: dict[str, bytes] = {}
+        for i, (m, payload) in enumerate(zip(messages, payloads, strict=True)):
+            if m.id is None:
+                keys.append(None)
+                continue
+            digest = hashlib.sha256(payload).digest()
+            if seen.setdefault(m.id, digest) != digest:
+                raise InvalidMessage(
+                    f"id {m.id!r} appears twice in the batch with different content",
+                    path.format(i) + ".id",
+                )
+            keys.append((m.id, digest))
+        return keys
+
+    async def _append(self, messages: list[Message], payloads: list[bytes], path: str) -> None:
+        counts = token_counts(messages, self._counter)
+        keys = self._keys(messages, payloads, path)
         sid = self._sid
 
         def body(conn: sqlite3.Connection) -> None:
             generation, nxt = _head(conn, sid)
+            rows: list[tuple[int, int, int, int, int, bytes]] = []
+            fresh: set[str] = set()
+            for i, (p, n, key) in enumerate(zip(payloads, counts, keys, strict=True)):
+                if key is not None:
+                    if key[0] in fresh:
+                        continue  # the same message twice in one batch: once
+                    row = conn.execute(
+                        "SELECT digest FROM ctxtrim_ids WHERE sid = ? AND message_id = ?",
+                        (sid, key[0]),
+                    ).fetchone()
+                    if row is not None:
+                        if row[0] != key[1]:
+                            raise InvalidMessage(
+                                f"id {key[0]!r} is already stored with different content",
+                                path.format(i) + ".id",
+                            )
+                        continue  # a retried append: stored already
+                    fresh.add(key[0])
+                    conn.execute(
+                        "INSERT INTO ctxtrim_ids (sid, message_id, digest) VALUES (?, ?, ?)",
+                        (sid, *key),
+                    )
+                rows.append((sid, generation, nxt + len(rows), n, zlib.crc32(p), p))
             conn.executemany(
                 "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (sid, generation, nxt + i, n, zlib.crc32(p), p)
-                    for i, (p, n) in enumerate(zip(payloads, counts, strict=True))
-                ],
+                rows,
             )
             conn.execute(
-                "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(payloads), sid)
+                "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(rows), sid)
             )
 
         await self._run(_write, body)
@@ -397,6 +476,7 @@ class SQLiteContextStore(ContextStore):
 
         def body(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM ctxtrim_messages WHERE sid = ?", (sid,))
+            conn.execute("DELETE FROM ctxtrim_ids WHERE sid = ?", (sid,))
             conn.execute(
                 "UPDATE ctxtrim_sessions SET generation = generation + 1, next_seq = 0,"
                 " input_tokens = 0, output_tokens = 0 WHERE id = ?",
@@ -472,28 +552,21 @@ class SQLiteContextStore(ContextStore):
                 " WHERE sid = ? AND generation = ?",
                 (child, sid, generation),
             )
+            conn.execute(
+                "INSERT INTO ctxtrim_ids (sid, message_id, digest)"
+                " SELECT ?, message_id, digest FROM ctxtrim_ids WHERE sid = ?",
+                (child, sid),
+            )
             return child
 
-        child_sid = await self._run(_write, body)
-        self._db.refs += 1
-        return SQLiteContextStore(
-            self._db,
-            child_sid,
-            child_id,
-            counter=self._counter,
-            max_message_bytes=self._max_bytes,
-        )
+        return self._sibling(await self._run(_write, body), child_id)
 
     async def session(self, session_id: str) -> SQLiteContextStore:
         """A store on another session (created if needed) of the same file, sharing this
         store's connection and worker thread: a server holding many sessions of one file
         needs one connection, not one per session. Close it like any store."""
         session_id = check_session_id(session_id)
-        sid = await self._run(_attach, session_id)
-        self._db.refs += 1
-        return SQLiteContextStore(
-            self._db, sid, session_id, counter=self._counter, max_message_bytes=self._max_bytes
-        )
+        return self._sibling(await self._run(_attach, session_id), session_id)
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         values = (
