@@ -575,3 +575,28 @@ async def test_after_a_failure_the_next_automatic_attempt_waits_for_growth() -> 
     await store.add_context_tokens(900, 1)  # grown by more than 75 tokens: try again
     assert [e.kind for e in events] == ["failed", "failed"]
     assert (await store.compact()).kind == "failed"  # on demand: always tries
+
+
+async def test_long_agent_loop_on_sqlite_stays_valid_bounded_and_one_session(
+    tmp_path: Path,
+) -> None:
+    inner = await SQLiteContextStore.open(tmp_path / "loop.db", "agent")
+    events: list[CompactionEvent] = []
+    store = AutoCompactStore(
+        inner, ExtractiveTransport(), max_tokens=1500, keep_recent=6, on_event=events.append
+    )
+    await store.append_many([Message.system("You are terse."), Message.user("Audit the repo.")])
+    for r in range(120):
+        await store.append(call(f"step {r}", f"t{r}"))
+        await store.append(results(f"t{r}"))
+        history = await store.get_history()
+        assert validate(history) == [], r
+        assert sum(is_summary(m) for m in history) <= 1
+        assert texts(history[:2]) == ["You are terse.", "Audit the repo."]
+    kinds = {e.kind for e in events}
+    assert kinds == {"compacted"} and len(events) >= 3
+    assert await store.context_tokens() < 1500
+    summary = next(m for m in await store.get_history() if is_summary(m))
+    assert summary.meta["ctxtrim"]["summarised_messages"] > 200  # type: ignore[index]
+    assert [s.session_id for s in await inner.list_sessions()] == ["agent"]
+    await store.close()

@@ -303,6 +303,7 @@ async def test_extractive_summary_keeps_task_tools_outcomes_files_and_conclusion
 def test_extractive_summary_fits_its_token_budget(history: list[Message], budget: int) -> None:
     text = ExtractiveTransport().summarise(history, max_tokens=budget)
     assert estimate_tokens(text) <= budget
+    assert text.strip()  # never empty: an empty summary is a failed compaction
     text.encode("utf-8")
 
 

@@ -336,6 +336,10 @@ class AutoCompactStore(ContextStore):
         window = max_tokens or getattr(transport, "context_window", None) or DEFAULT_CONTEXT_WINDOW
         #: Compaction starts when the context reaches this many tokens.
         self.trigger_tokens = max(1, int(window * self.threshold))
+        #: The summary's budget: ``max_summary_tokens``, but at most a fifth of the trigger
+        #: (and at least 64), so a compacted history lands well under the trigger instead of
+        #: re-triggering.
+        self.summary_tokens = min(max_summary_tokens, max(64, self.trigger_tokens // 5))
         self._context: int | None = None  # current context tokens, None = ask the store
         self._running = False
         # After an automatic attempt that did not compact (provider down, nothing to
@@ -457,8 +461,11 @@ class AutoCompactStore(ContextStore):
         if tokens < max(self.trigger_tokens, self._hold_until or 0):
             return
         event = await self.compact(trigger=trigger)
-        if event.kind != "compacted":
-            self._hold_until = tokens + max(1, self.trigger_tokens // 10)
+        if event.kind != "compacted" or event.tokens_after >= self.trigger_tokens:
+            # Not compacted, or compacted but still over (the kept part alone is that big):
+            # compacting again at once would only re-summarise the summary.
+            after = max(tokens, event.tokens_after)
+            self._hold_until = after + max(1, self.trigger_tokens // 10)
 
     async def compact(self, *, trigger: Trigger = "manual") -> CompactionEvent:
         """Compact now, whatever the context size; returns (and emits) what happened."""
@@ -497,7 +504,7 @@ class AutoCompactStore(ContextStore):
                     self.transport,
                     plan.old,
                     system_prompt=self.system_prompt,
-                    max_summary_tokens=self.max_summary_tokens,
+                    max_summary_tokens=self.summary_tokens,
                     timeout=self.timeout,
                 )
                 new = [*plan.head, _summary_message(text, plan.summarised)]

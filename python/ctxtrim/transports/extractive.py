@@ -225,4 +225,5 @@ class ExtractiveTransport:
                 body = _clip_to_tokens(b, alloc[t])
             if body:
                 out.append(f"{t}\n{body}")
-        return _clip_to_tokens("\n\n".join(out), max_tokens)
+        # A budget too small for the section headers gets the head of the full text.
+        return _clip_to_tokens("\n\n".join(out), max_tokens) or _clip_to_tokens(text, max_tokens)
