@@ -336,3 +336,18 @@ async def test_sdk_summary_end_to_end_is_a_valid_history(provider: Provider) -> 
     system = body["messages"][0]["content"] if provider.name == "openai" else body["system"]
     assert system == DEFAULT_SYSTEM_PROMPT
     json.dumps(body)
+
+
+@pytest.mark.parametrize("output", _NON_ASCII, ids=range(len(_NON_ASCII)))
+def test_agent_air_byte_slicing_panic_non_ascii_in_extractive_summary(output: str) -> None:
+    history = [Message.user("run it"), call("", "t1"), Message.tool_results(("t1", output))]
+    for budget in (7, 40, 333, 2000):
+        text = ExtractiveTransport(max_result_chars=997).summarise(history, max_tokens=budget)
+        text.encode("utf-8")
+        assert estimate_tokens(text) <= budget
+        line = next((x for x in text.splitlines() if x.startswith("- search(")), None)
+        assert line is not None or budget < 2000  # room for it: the call is listed
+        if line is not None and "-> ok: " in line:
+            preview = line.split("-> ok: ", 1)[1].removesuffix("…")
+            assert output.startswith(preview)
+            assert not output[len(preview) :].startswith(("\u0301", "\u200d"))
