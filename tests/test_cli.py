@@ -324,3 +324,12 @@ def test_the_readme_setup_command_trims_an_example_session(tmp_path: Path) -> No
     assert "within budget" in proc.stderr
     trimmed = load(out.read_text(encoding="utf-8"))
     assert validate(trimmed) == [] and trimmed[0].role == "system"
+
+
+def test_a_one_line_json_lines_file_stays_json_lines(tmp_path: Path) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(Message.user("你好 👋").to_dict()) + "\n", encoding="utf-8")
+    proc = run("trim", path, "--max-tokens", "100", "--format", "ctxtrim")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("\n") == 1
+    assert load(proc.stdout, "ctxtrim") == [Message.user("你好 👋")]

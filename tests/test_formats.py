@@ -6,9 +6,9 @@ For each format two round trips are checked:
   written natively by examples/sessions/make_sessions.py, and the small payloads below);
 * ``from_X(to_X(ms)) == ms`` by hypothesis over ``histories()`` and arbitrary message lists,
   restricted to what the format can express: ``expressible_<format>`` below applies exactly
-  the losses each module's docstring lists, and the property also checks that ``to_X`` of the
-  unrestricted history equals ``to_X`` of the restricted one (the losses are the documented
-  ones, nothing else).
+  the losses each module's docstring lists, and the property also checks that converting the
+  unrestricted history carries the same conversation (the losses are the documented ones,
+  nothing else) and keeps a provider-valid history valid.
 """
 
 from __future__ import annotations
@@ -224,6 +224,9 @@ def _check_roundtrip(fmt: str, ms: list[Message]) -> None:
     # The only losses are the documented ones: the unrestricted history carries the same
     # conversation (up to the provider-field record, e.g. how assistant items were grouped).
     assert [_plain(m, list(m.content), name=True) for m in from_x(to_x(ms))] == x
+    # A provider-valid history stays provider-valid.
+    if not validate(ms):
+        assert validate(from_x(payload)) == []
     # And the payload is plain JSON.
     assert json.loads(json.dumps(payload)) == payload
 
@@ -811,6 +814,10 @@ def test_detect_rejects_what_is_not_a_conversation(payload: Any) -> None:
 
 def test_load_accepts_json_and_jsonl_text() -> None:
     ms = from_openai_chat(CHAT)
+    assert parse_json('{"role": "user", "content": "hi"}\n') == (
+        [{"role": "user", "content": "hi"}],
+        True,
+    )
     assert load(json.dumps(CHAT)) == ms
     assert load("\n".join(json.dumps(m) for m in CHAT).encode(), "openai") == ms
     with pytest.raises(FormatError, match="line 2"):

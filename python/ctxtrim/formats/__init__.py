@@ -122,7 +122,8 @@ def _name(format: str, *, auto: bool) -> str:
 def parse_json(text: str | bytes | bytearray) -> tuple[Any, bool]:
     """Parse JSON, or JSON Lines (one value per non-blank line); returns ``(data, is_jsonl)``.
 
-    JSON Lines come back as a list. Raises :class:`FormatError` naming the line for neither.
+    JSON Lines come back as a list (a lone message object counts as one line of JSON Lines).
+    Raises :class:`FormatError` naming the line for neither.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
@@ -130,7 +131,7 @@ def parse_json(text: str | bytes | bytearray) -> tuple[Any, bool]:
         except UnicodeDecodeError as e:
             raise FormatError(f"not UTF-8 text (byte {e.start})") from None
     try:
-        return json.loads(text), False
+        data = json.loads(text)
     except ValueError as whole:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:
@@ -142,6 +143,13 @@ def parse_json(text: str | bytes | bytearray) -> tuple[Any, bool]:
             except ValueError as e:
                 raise FormatError(f"neither JSON nor JSON Lines: line {n}: {e}") from None
         return out, True
+    if (
+        isinstance(data, dict)
+        and ("role" in data or "type" in data)
+        and not ("messages" in data or "input" in data)
+    ):
+        return [data], True  # JSON Lines with a single message
+    return data, False
 
 
 _RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning"})
