@@ -341,6 +341,76 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_append(tmp_path: Path) -> None
     assert len(acked) > rounds  # the writer did get work done between kills
 
 
+# T5: with idempotent ids, a client that retries everything unacknowledged after a crash
+# stores each message exactly once (a commit whose ack the kill swallowed is skipped).
+
+_RETRYING_WRITER = textwrap.dedent(
+    """
+    import asyncio, hashlib, sys
+    from ctxtrim import Message, SQLiteContextStore
+
+    def h(text):
+        return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+    def body(mid):
+        size = [1, 100, 2_000, 20_000][h(mid) % 4]
+        seed = hashlib.sha256(mid.encode()).hexdigest()
+        return (seed * (size // 64 + 1))[:size]
+
+    async def main(path, n):
+        store = await SQLiteContextStore.open(path, "retry", idempotent_ids=True)
+        print("ready", flush=True)
+        while True:  # batch boundaries depend only on the first id: a retry resends the same
+            ids = [f"m{n + k}" for k in range([1, 2, 3, 4][h(str(n)) % 4])]
+            await store.append_many(
+                [Message.user(body(i), id=i, meta={"batch": n}) for i in ids]
+            )
+            print(" ".join(ids), flush=True)
+            n += len(ids)
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))
+    """
+)
+
+
+def test_kill_9_then_retry_with_idempotent_ids_stores_each_message_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "retry.db")
+    rng = random.Random(99)
+    acked: list[int] = []
+    rounds = 12
+    for r in range(rounds):
+        first = max(acked, default=-1) + 1  # resend everything not acknowledged
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _RETRYING_WRITER, path, str(first)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.02, 0.2))
+        os.kill(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        acked += [int(mid[1:]) for line in out.split("\n")[:-1] for mid in line.split()]
+
+        async def history() -> list[Message]:
+            async with await SQLiteContextStore.open(path, "retry") as store:
+                return await store.get_history()
+
+        stored = asyncio.run(history())
+        ids = [m.id for m in stored]
+        # Exactly once each, in order, nothing missing: m0, m1, ... (some maybe unacked).
+        assert ids == [f"m{i}" for i in range(len(ids))], f"round {r}"
+        assert set(acked) <= set(range(len(ids)))
+        groups: dict[int, int] = {}
+        for m in stored:
+            assert m.meta is not None
+            groups[m.meta["batch"]] = groups.get(m.meta["batch"], 0) + 1
+        starts = sorted(groups)
+        for a, b in zip(starts, [*starts[1:], len(ids)], strict=True):
+            assert groups[a] == b - a  # every batch whole
+    assert len(acked) > rounds
+
+
 # --------------------------------------------------------------------------------------------
 # T7: disk full (RLIMIT_FSIZE in the writer) surfaces as StoreError; the file stays intact
 
