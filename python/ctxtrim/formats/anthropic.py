@@ -34,7 +34,6 @@ from typing import Any
 
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.messages import (
-    _ALLOWED,
     Block,
     ImageBlock,
     Message,
@@ -67,6 +66,14 @@ __all__ = ["KEY", "from_anthropic", "to_anthropic"]
 
 #: The ``Message.meta`` key holding the Anthropic fields ctxtrim has no place for.
 KEY = "anthropic"
+
+
+# Which blocks each role may hold (the message model's rule, checked here to name the path).
+_ALLOWED: dict[str, tuple[type, ...]] = {
+    "system": (TextBlock,),
+    "user": (TextBlock, ImageBlock, ToolResultBlock),
+    "assistant": (TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock),
+}
 
 
 def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
