@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -145,6 +146,22 @@ def test_estimate_ctxtrim(benchmark: Any, corpus_texts: list[str]) -> None:
     benchmark.extra_info["impl"] = "ctxtrim estimate_tokens"
     total = benchmark(lambda: sum(estimate_tokens(t) for t in corpus_texts))
     assert total > sum(len(t) for t in corpus_texts) / 8
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_estimate_large_texts_in_threads(
+    benchmark: Any, corpus_texts: list[str], threads: int
+) -> None:
+    """estimate_tokens releases the GIL above 64 KiB, so two threads should take about half
+    the time of one on a machine with two free cores."""
+    text = "\n".join(corpus_texts)
+    big = (text * (256 * 1024 // len(text) + 1))[: 256 * 1024]
+    texts = [big] * 4
+    with ThreadPoolExecutor(threads) as pool:
+        benchmark.group = "estimate 4 texts of 256 KiB"
+        benchmark.extra_info["impl"] = f"ctxtrim, {threads} thread(s)"
+        total = benchmark(lambda: sum(pool.map(estimate_tokens, texts)))
+    assert total == 4 * estimate_tokens(big)
 
 
 def test_estimate_langchain(benchmark: Any, corpus_texts: list[str]) -> None:
