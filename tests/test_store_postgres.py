@@ -156,7 +156,19 @@ async def test_retried_appends_are_stored_once_even_when_they_race(schema: str) 
         await stores[0].append_many([Message.user("x", id="id99"), Message.user("y", id="id0")])
     assert err.value.path == "messages[1].id"
     assert await stores[3].get_history() == history
-    for s in stores:
+    # a retry of a message that compaction already replaced is still recognised
+    snap = await stores[0].snapshot()
+    await stores[0].replace_prefix(10, [Message.user("summary of 0-9")], snap.generation)
+    await stores[1].append_many(batch[:3])
+    assert len(await stores[0].get_history()) == len(history) - 9
+    # a fork carries the ids; clear forgets them
+    child = await stores[0].fork()
+    await child.append(batch[0])
+    assert len(await child.get_history()) == len(history) - 9
+    await stores[0].clear()
+    await stores[0].append(batch[0])
+    assert await stores[0].get_history() == [batch[0]]
+    for s in [*stores, child]:
         await s.close()
 
 

@@ -6,14 +6,16 @@ Schema (created by versioned migrations, see :data:`MIGRATIONS`)::
     ctxtrim_schema(version)                     applied migrations
     ctxtrim_sessions(session_id PK, generation, first_seq, next_seq,
                      input_tokens, output_tokens, created_at, updated_at)
-    ctxtrim_messages(session_id, seq, client_id, tokens, checksum, payload text,
-                     PK (session_id, seq), UNIQUE (session_id, client_id))
+    ctxtrim_messages(session_id, seq, tokens, checksum, payload text, PK (session_id, seq))
+    ctxtrim_ids(session_id, client_id, digest, PK (session_id, client_id))
 
 in the PostgreSQL schema named by ``schema=`` (default ``public``; checked against
 ``[a-z_][a-z0-9_]{0,40}`` and composed as a quoted ``psycopg.sql.Identifier``), so several
 applications or test runs can share one database without seeing each other's sessions.
-``client_id`` is the message's ``id`` when the store was opened with ``idempotent_ids=True``
-(a retried append is then stored once), else NULL.
+``ctxtrim_ids`` records the ``id`` and payload sha256 of each message appended by a store
+opened with ``idempotent_ids=True`` (a retried append is then stored once); it survives
+``replace_prefix`` (a late retry of a message compacted away is still recognised) and is
+emptied by ``clear``.
 
 Invariants:
 
@@ -37,6 +39,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import uuid
 import weakref
@@ -90,31 +93,40 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE ctxtrim_messages (
         session_id bytea NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
         seq        bigint NOT NULL,
-        client_id  text,
         tokens     integer NOT NULL,
         checksum   bigint NOT NULL,
         payload    text NOT NULL,
         PRIMARY KEY (session_id, seq)
     );
-    CREATE UNIQUE INDEX messages_client_id ON ctxtrim_messages (session_id, client_id)
-        WHERE client_id IS NOT NULL;
+    CREATE TABLE ctxtrim_ids (
+        session_id bytea NOT NULL REFERENCES ctxtrim_sessions ON DELETE CASCADE,
+        client_id  text NOT NULL,
+        digest     text NOT NULL,
+        PRIMARY KEY (session_id, client_id)
+    );
     """,
 )
 
 _SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,40}")
 
-# Take (or create) the session row lock and reserve n seqs, then insert the batch at them.
+# Record the batch's ids (a raced duplicate violates the key and aborts the whole
+# statement), take (or create) the session row lock and reserve n seqs, then insert the
+# batch at them. One statement: one implicit transaction, one round trip.
 _APPEND_SQL = """
-WITH s AS (
+WITH ids AS (
+    INSERT INTO ctxtrim_ids (session_id, client_id, digest)
+    SELECT %(sid)s, i.mid, i.digest FROM unnest(%(new_ids)s::text[], %(digests)s::text[])
+        AS i(mid, digest)
+), s AS (
     INSERT INTO ctxtrim_sessions AS t (session_id, next_seq) VALUES (%(sid)s, %(n)s)
     ON CONFLICT (session_id) DO UPDATE
         SET next_seq = t.next_seq + %(n)s, updated_at = now()
     RETURNING t.next_seq - %(n)s AS base
 )
-INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens, checksum, payload)
-SELECT %(sid)s, s.base + m.i - 1, m.mid, m.tok, m.crc, m.payload
-FROM s, unnest(%(mids)s::text[], %(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
-    WITH ORDINALITY AS m(mid, tok, crc, payload, i)
+INSERT INTO ctxtrim_messages (session_id, seq, tokens, checksum, payload)
+SELECT %(sid)s, s.base + m.i - 1, m.tok, m.crc, m.payload
+FROM s, unnest(%(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
+    WITH ORDINALITY AS m(tok, crc, payload, i)
 """
 
 # Schemas already migrated through a pool (opening another store on it runs no migration).
@@ -329,9 +341,13 @@ class PostgresContextStore(ContextStore):
         counts = token_counts(messages, self._counter)
         texts = [p.decode("utf-8") for p in payloads]
         ids = [m.id if self._idempotent else None for m in messages]
+        digests = [
+            hashlib.sha256(p).hexdigest() if mid else ""
+            for p, mid in zip(payloads, ids, strict=True)
+        ]
         by_id: dict[str, str] = {}
-        for i, (mid, text) in enumerate(zip(ids, texts, strict=True)):
-            if mid is not None and by_id.setdefault(mid, text) != text:
+        for i, (mid, digest) in enumerate(zip(ids, digests, strict=True)):
+            if mid is not None and by_id.setdefault(mid, digest) != digest:
                 raise InvalidMessage(
                     f"id {mid!r} appears twice in the batch with different content",
                     f"messages[{i}].id",
@@ -344,20 +360,19 @@ class PostgresContextStore(ContextStore):
                 if by_id:
                     cur = await conn.execute(
                         self._sql(
-                            "SELECT client_id, payload FROM ctxtrim_messages"
+                            "SELECT client_id, digest FROM ctxtrim_ids"
                             " WHERE session_id = %s AND client_id = ANY(%s)"
                         ),
                         (self._key, list(by_id)),
                     )
                     stored = dict(await cur.fetchall())
                     for i, mid in enumerate(ids):
-                        if mid in stored and stored[mid] != texts[i]:
+                        if mid in stored and stored[mid] != digests[i]:
                             raise InvalidMessage(
                                 f"id {mid!r} is already stored with different content",
                                 f"messages[{i}].id",
                             )
-                    seen: set[str] = set()
-                    keep = []
+                    keep, seen = [], set()
                     for i, mid in enumerate(ids):
                         if mid is None:
                             keep.append(i)
@@ -372,7 +387,8 @@ class PostgresContextStore(ContextStore):
                         {
                             "sid": self._key,
                             "n": len(keep),
-                            "mids": [ids[i] for i in keep],
+                            "new_ids": [ids[i] for i in keep if ids[i] is not None],
+                            "digests": [digests[i] for i in keep if ids[i] is not None],
                             "toks": [counts[i] for i in keep],
                             "crcs": [payload_checksum(payloads[i]) for i in keep],
                             "payloads": [texts[i] for i in keep],
@@ -399,6 +415,9 @@ class PostgresContextStore(ContextStore):
             )
             await conn.execute(
                 self._sql("DELETE FROM ctxtrim_messages WHERE session_id = %s"), (self._key,)
+            )
+            await conn.execute(
+                self._sql("DELETE FROM ctxtrim_ids WHERE session_id = %s"), (self._key,)
             )
 
     async def replace_prefix(
@@ -442,16 +461,14 @@ class PostgresContextStore(ContextStore):
             if messages:
                 await conn.execute(
                     self._sql(
-                        "INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens,"
-                        " checksum, payload)"
-                        " SELECT %s, %s + m.i - 1, m.mid, m.tok, m.crc, m.payload"
-                        " FROM unnest(%s::text[], %s::int[], %s::bigint[], %s::text[])"
-                        " WITH ORDINALITY AS m(mid, tok, crc, payload, i)"
+                        "INSERT INTO ctxtrim_messages (session_id, seq, tokens, checksum, payload)"
+                        " SELECT %s, %s + m.i - 1, m.tok, m.crc, m.payload"
+                        " FROM unnest(%s::int[], %s::bigint[], %s::text[])"
+                        " WITH ORDINALITY AS m(tok, crc, payload, i)"
                     ),
                     (
                         sid,
                         new_first,
-                        [m.id if self._idempotent else None for m in messages],
                         counts,
                         [payload_checksum(p) for p in payloads],
                         [p.decode("utf-8") for p in payloads],
@@ -596,9 +613,16 @@ class PostgresContextStore(ContextStore):
             )
             await conn.execute(
                 self._sql(
-                    "INSERT INTO ctxtrim_messages (session_id, seq, client_id, tokens, checksum,"
-                    " payload) SELECT %s, seq, client_id, tokens, checksum, payload"
+                    "INSERT INTO ctxtrim_messages (session_id, seq, tokens, checksum, payload)"
+                    " SELECT %s, seq, tokens, checksum, payload"
                     " FROM ctxtrim_messages WHERE session_id = %s"
+                ),
+                (child_id.encode(), self._key),
+            )
+            await conn.execute(
+                self._sql(
+                    "INSERT INTO ctxtrim_ids (session_id, client_id, digest)"
+                    " SELECT %s, client_id, digest FROM ctxtrim_ids WHERE session_id = %s"
                 ),
                 (child_id.encode(), self._key),
             )
