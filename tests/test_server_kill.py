@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxtrim import ContextStore
+from ctxtrim import ContextStore, Message
+from ctxtrim.errors import StoreError
 
 REDIS_SERVER = shutil.which("redis-server")
 PG_BINS = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), reverse=True)
@@ -164,6 +165,25 @@ def run_rounds(
         check(acked)
 
 
+def check_typed_error_when_the_server_dies(
+    server: Server, store_factory: Callable[[], ContextStore], driver_error: type[BaseException]
+) -> None:
+    """A store whose server is SIGKILLed under it raises ``StoreError`` (the driver's
+    error as the cause) on its next call, instead of a driver exception or a hang."""
+
+    async def go() -> None:
+        store = await store_factory()  # type: ignore[misc]
+        await store.get_history()
+        server.kill9()
+        with pytest.raises(StoreError) as err:
+            await store.append(Message.user("after the crash"))
+        assert isinstance(err.value.__cause__, driver_error)
+        await store.close()
+
+    asyncio.run(go())
+    server.start()
+
+
 def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> None:
     async def go() -> None:
         store = await store_factory()  # type: ignore[misc]
@@ -208,15 +228,20 @@ def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> 
     url = f"redis://127.0.0.1:{port}/0"
     server.start()
     try:
+        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill")  # noqa: E731
         run_rounds(
             server,
             "redis",
             url,
             rounds=5,
-            check=lambda acked: check_history(
-                lambda: RedisContextStore.open(url, "victim", prefix="kill"),  # type: ignore[arg-type,return-value]
-                acked,
-            ),
+            check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
+        )
+        import redis.exceptions
+
+        check_typed_error_when_the_server_dies(
+            server,
+            open_store,  # type: ignore[arg-type]
+            redis.exceptions.ConnectionError,
         )
     finally:
         server.stop()
@@ -265,15 +290,20 @@ def test_kill9_of_postgres_loses_no_acknowledged_append(workdir: Path) -> None:
     )
     server.start()
     try:
+        open_store = lambda: PostgresContextStore.open(dsn, "victim")  # noqa: E731
         run_rounds(
             server,
             "postgres",
             dsn,
             rounds=3,
-            check=lambda acked: check_history(
-                lambda: PostgresContextStore.open(dsn, "victim"),  # type: ignore[arg-type,return-value]
-                acked,
-            ),
+            check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
+        )
+        import psycopg
+
+        check_typed_error_when_the_server_dies(
+            server,
+            open_store,  # type: ignore[arg-type]
+            psycopg.OperationalError,
         )
     finally:
         server.stop()
