@@ -607,9 +607,21 @@ impl<P: Clone> MessageLog<P> {
     /// function of the history alone, the window's prefix is identical between trims, and two
     /// trims are at least `high - low` tokens of new messages apart. A trim that cannot move
     /// the cut (the newest round alone is over `low`) is retried at the next round start.
+    /// With `user_start`, a trim moves the cut back to the nearest user cut (a suffix opening
+    /// with a user turn), or not at all if there is none after the current cut.
+    ///
+    /// Keeping the window only shrinks every later window of the replay, so replaying the
+    /// window itself trims nothing: the strategy built on it is idempotent.
     /// O(trims · log² n).
     #[must_use]
-    pub fn stable_cut(&self, fixed: u64, high: u64, low: u64, floor: usize) -> StableCut {
+    pub fn stable_cut(
+        &self,
+        fixed: u64,
+        high: u64,
+        low: u64,
+        floor: usize,
+        user_start: bool,
+    ) -> StableCut {
         let len = self.len();
         let mut cut = self.safe_cut_at_or_after(floor);
         let room = high.saturating_sub(fixed);
@@ -625,11 +637,34 @@ impl<P: Clone> MessageLog<P> {
             if over > len {
                 break;
             }
-            let next = self.fit_budget_within(target, cut, over).index;
+            let mut next = self.fit_budget_within(target, cut, over).index;
+            if user_start {
+                next = self
+                    .user_cut_at_or_before(next)
+                    .filter(|&u| u > cut)
+                    .unwrap_or(cut);
+            }
             if next > cut {
                 cut = next;
                 trims += 1;
                 from = over + 1;
+            } else if user_start {
+                // Stuck until a trim reaches the next user cut `u`: the trim's target passes
+                // `u` once the suffix from the safe cut before `u` is over `target`, and its
+                // limit (the newest round) passes `u` once `u` is in the window.
+                let Some(u) = self.user_cut_at_or_after(cut + 1) else {
+                    break;
+                };
+                let p = self.safe_cut_at_or_before(u - 1);
+                let base_p = self.tokens_before(p);
+                let first = u + 1;
+                if first > len {
+                    break;
+                }
+                let reach = partition_point(len + 1 - first, |d| {
+                    self.tokens_before(first + d) - base_p > target
+                }) + first;
+                from = reach.max(over + 1);
             } else {
                 // Stuck on one big round: nothing changes until a new round starts.
                 match self.s.index.round_start_at_or_after(over) {
@@ -704,7 +739,7 @@ mod tests {
                 2,
                 Meta::new(Role::User, 60).with_tool_results([id.as_str()]),
             );
-            cuts.push(log.stable_cut(10, 1_000, 500, 1));
+            cuts.push(log.stable_cut(10, 1_000, 500, 1, false));
         }
         // Never over the high-water mark, and the cut only moves forward.
         assert!(cuts.iter().all(|c| 10 + c.kept_tokens <= 1_000));

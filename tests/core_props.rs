@@ -234,7 +234,14 @@ fn brute_fit_within(metas: &[Meta], budget: u64, floor: usize, end: usize) -> Cu
 }
 
 /// The cache-stable cut, replayed one message at a time.
-fn brute_stable(metas: &[Meta], fixed: u64, high: u64, low: u64, floor: usize) -> StableCut {
+fn brute_stable(
+    metas: &[Meta],
+    fixed: u64,
+    high: u64,
+    low: u64,
+    floor: usize,
+    user_start: bool,
+) -> StableCut {
     let safe = brute_safe(metas);
     let mut cut = (floor.min(metas.len())..=metas.len())
         .find(|&i| safe[i])
@@ -243,7 +250,13 @@ fn brute_stable(metas: &[Meta], fixed: u64, high: u64, low: u64, floor: usize) -
     for end in cut + 1..=metas.len() {
         let window: u64 = metas[cut..end].iter().map(|m| u64::from(m.tokens)).sum();
         if fixed + window > high {
-            let next = brute_fit_within(metas, low.saturating_sub(fixed), cut, end).index;
+            let mut next = brute_fit_within(metas, low.saturating_sub(fixed), cut, end).index;
+            if user_start {
+                next = (cut + 1..=next)
+                    .rev()
+                    .find(|&u| safe[u] && metas[u].is_real_user())
+                    .unwrap_or(cut);
+            }
             if next > cut {
                 cut = next;
                 trims += 1;
@@ -424,12 +437,13 @@ proptest! {
         low in 0u64..3_000,
         gap in 0u64..3_000,
         floor in 0usize..10,
+        user_start: bool,
     ) {
         let log = log_of(&metas);
         let high = low + gap;
         prop_assert_eq!(
-            log.stable_cut(fixed, high, low, floor),
-            brute_stable(&metas, fixed, high, low, floor)
+            log.stable_cut(fixed, high, low, floor, user_start),
+            brute_stable(&metas, fixed, high, low, floor, user_start)
         );
     }
 

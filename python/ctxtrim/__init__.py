@@ -41,12 +41,17 @@ from ctxtrim.messages import (
 from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
 from ctxtrim.stores import SQLiteContextStore
 from ctxtrim.strategies import (
+    CacheStable,
+    ClearToolResults,
     ContextStrategy,
     FitContextWindow,
+    HeadAndTail,
     InvalidStrategy,
+    KeepLastMessages,
     KeepLastTurns,
     Pipeline,
     TrimReport,
+    TrimRounds,
     TruncateToolOutputs,
 )
 from ctxtrim.tokens import HeuristicTokenCounter, TokenCounter, estimate_tokens
@@ -55,6 +60,8 @@ from ctxtrim.validate import Violation, repair, validate
 __all__ = [
     "AutoCompactStore",
     "Block",
+    "CacheStable",
+    "ClearToolResults",
     "CompactionError",
     "CompactionEvent",
     "CompactionSettingsError",
@@ -64,6 +71,7 @@ __all__ = [
     "CorruptRecordError",
     "CtxtrimError",
     "FitContextWindow",
+    "HeadAndTail",
     "HeuristicTokenCounter",
     "HistorySnapshot",
     "ImageBlock",
@@ -71,6 +79,7 @@ __all__ = [
     "InvalidSessionId",
     "InvalidStrategy",
     "InvalidTurnId",
+    "KeepLastMessages",
     "KeepLastTurns",
     "MemoryContextStore",
     "Message",
@@ -87,6 +96,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolUseBlock",
     "TrimReport",
+    "TrimRounds",
     "TruncateToolOutputs",
     "TurnId",
     "Usage",

@@ -151,10 +151,11 @@ class MessageLog:
         (of ``messages[index:end]`` when ``end`` is given)."""
 
     def stable_cut(
-        self, fixed: int, high: int, low: int, *, floor: int = 0
+        self, fixed: int, high: int, low: int, *, floor: int = 0, user_start: bool = False
     ) -> tuple[int, int, int]:
         """``(index, kept_tokens, trims)`` of a cache-stable window: the cut moves only when
-        ``fixed`` plus the kept tokens pass ``high``, then down to ``low``."""
+        ``fixed`` plus the kept tokens pass ``high``, then down to ``low`` (to a real user
+        message with ``user_start``)."""
 
     def pinned_head(self, pin_task: bool = True) -> tuple[int, int | None, int, bool]:
         """``(system_end, task, floor, contiguous)``: the always-kept head of the history."""

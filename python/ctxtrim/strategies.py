@@ -26,24 +26,37 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import msgspec
 
 from ctxtrim import _core
 from ctxtrim.errors import CtxtrimError
-from ctxtrim.messages import Message, TextBlock, ToolResultBlock
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
+    "SKIPPED_META_KEY",
     "TRUNCATION_MARKER",
+    "CacheStable",
+    "ClearToolResults",
     "ContextStrategy",
     "FitContextWindow",
+    "HeadAndTail",
     "InvalidStrategy",
+    "KeepLastMessages",
     "KeepLastTurns",
     "Pipeline",
+    "Source",
     "TrimReport",
+    "TrimRounds",
     "TruncateToolOutputs",
+    "clip_text",
 ]
+
+#: What a strategy accepts: a history, a log with cached token counts, or a memory store.
+Source: TypeAlias = Sequence[Message] | _core.MessageLog | MemoryContextStore
 
 #: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
 TRUNCATION_MARKER = "...[truncated]"
@@ -119,9 +132,8 @@ class _Input:
     def of(cls, source: object, counter: TokenCounter | None) -> _Input:
         if isinstance(source, _core.MessageLog):
             return cls(source.to_list(), source, counter)
-        log = getattr(source, "log", None)
-        if isinstance(log, _core.MessageLog):  # MemoryContextStore and friends
-            snap = log.snapshot()
+        if isinstance(source, MemoryContextStore):
+            snap = source.log.snapshot()
             return cls(snap.to_list(), snap, counter)
         if isinstance(source, (str, bytes)) or not isinstance(source, Sequence):
             raise TypeError(
@@ -159,23 +171,14 @@ def _pinned_head(inp: _Input, pin_task: bool) -> _Head:
 
     The task is pinned on its own (an assistant greeting before it is droppable) unless it
     answers tool calls made before it: then everything up to the task is kept, since
-    keeping a result without its call would break the pair.
+    keeping a result without its call would break the pair (the core decides, O(log n)).
     """
-    log = inp.log
-    messages = inp.messages
-    s = 0
-    while s < len(messages) and messages[s].role == "system":
-        s += 1
-    task = log.kth_last_turn_start(log.turn_count) if (pin_task and log.turn_count) else None
+    system_end, task, floor, contiguous = inp.log.pinned_head(pin_task)
     if task is None:
-        return _Head(((0, s),) if s else (), log.safe_cut_at_or_after(s), False)
-    floor = log.safe_cut_at_or_after(task + 1)
-    answered = {r.tool_use_id for r in messages[task].tool_results}
-    if task > s and answered:
-        issued = {u.id for m in messages[s:task] for u in m.tool_uses}
-        if answered & issued:
-            return _Head(((0, floor),), floor, True)
-    ranges = ((0, s), (task, task + 1)) if s else ((task, task + 1),)
+        return _Head(((0, system_end),) if system_end else (), floor, False)
+    if contiguous:
+        return _Head(((0, floor),), floor, True)
+    ranges = ((0, system_end), (task, task + 1)) if system_end else ((task, task + 1),)
     return _Head(ranges, floor, True)
 
 
@@ -212,20 +215,20 @@ def _cut_outcome(inp: _Input, head: _Head, cut: int, over_budget: bool = False) 
 
 def _user_cut(inp: _Input, cut: int, floor: int, *, forward_first: bool, limit: int) -> int:
     """Move ``cut`` to a safe cut whose message is a real user message, so the output does
-    not open with an assistant message when no task is pinned. Searches towards ``limit``
-    first when ``forward_first`` (fewer tokens), else backwards down to ``floor`` (keeps
-    more); falls back to the other direction; leaves ``cut`` alone if there is none."""
+    not open with an assistant message when no task is pinned. Searches forwards up to
+    ``limit`` first when ``forward_first`` (fewer tokens), else backwards down to ``floor``
+    (keeps more); falls back to the other direction; leaves ``cut`` alone if there is none
+    (a history with no user message at all)."""
     messages = inp.messages
-    n = len(messages)
-    if cut >= n or messages[cut].role != "assistant":
+    if cut >= len(messages) or messages[cut].role != "assistant":
         return cut
     log = inp.log
-
-    def is_start(i: int) -> bool:
-        return messages[i].is_real_user and log.is_safe_cut(i)
-
-    forward = next((i for i in range(cut + 1, min(limit, n - 1) + 1) if is_start(i)), None)
-    backward = next((i for i in range(cut - 1, floor - 1, -1) if is_start(i)), None)
+    forward = log.user_cut_at_or_after(cut + 1)
+    if forward is not None and forward > limit:
+        forward = None
+    backward = log.user_cut_at_or_before(cut - 1) if cut > floor else None
+    if backward is not None and backward < floor:
+        backward = None
     first, second = (forward, backward) if forward_first else (backward, forward)
     choice = first if first is not None else second
     return cut if choice is None else choice
@@ -292,13 +295,13 @@ class ContextStrategy(ABC):
         """The trimmed history; ``messages`` itself (same object) if nothing changed."""
         return self.apply(messages)
 
-    def apply(self, source: Sequence[Message] | _core.MessageLog | object) -> list[Message]:
+    def apply(self, source: Source) -> list[Message]:
         """Apply to a list, a ``MessageLog`` (e.g. ``await store.load_log()``) or a
         ``MemoryContextStore``; the latter two use the cached per-message token counts."""
         inp = _Input.of(source, self.counter)
         return _finish(self._run(inp))
 
-    def describe(self, source: Sequence[Message] | _core.MessageLog | object) -> TrimReport:
+    def describe(self, source: Source) -> TrimReport:
         """What applying the strategy to ``source`` would drop or change; changes nothing."""
         inp = _Input.of(source, self.counter)
         return _report(repr(self), inp, self._run(inp))
@@ -375,6 +378,137 @@ class KeepLastTurns(_CutStrategy):
             limit=_newest_round_limit(inp, head.floor),
         )
         return _cut_outcome(inp, head, cut)
+
+
+class TrimRounds(_CutStrategy):
+    """Keep the last ``max_rounds`` rounds (agentix), plus the pinned head.
+
+    A round starts at a real user message, or at an assistant message that follows tool
+    results (or a system message); so a user question stays in the round of the tool calls
+    it caused, which agentix gets wrong (peers.md §4.8).
+    """
+
+    def __init__(
+        self, max_rounds: int, *, pin_task: bool = True, start_with_user: bool = True
+    ) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self.max_rounds = _check_int("max_rounds", max_rounds, 1)
+
+    def __repr__(self) -> str:
+        return f"TrimRounds({self.max_rounds}{self._options()})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        start = log.kth_last_round_start(self.max_rounds)
+        if start is None:
+            return _unchanged(inp)
+        head = _pinned_head(inp, self.pin_task)
+        cut = self._settle(
+            inp,
+            head,
+            log.safe_cut_at_or_before(start),
+            forward_first=False,
+            limit=_newest_round_limit(inp, head.floor),
+        )
+        return _cut_outcome(inp, head, cut)
+
+
+class KeepLastMessages(_CutStrategy):
+    """Keep about the last ``n`` messages besides the pinned head (autogen Buffered).
+
+    The cut goes to the safe cut nearest ``len - n`` (the earlier one on a tie), never past
+    the start of the newest round, so it keeps a few more or fewer than ``n`` rather than
+    orphan a tool result or split a question from its answer.
+    """
+
+    def __init__(self, n: int, *, pin_task: bool = True, start_with_user: bool = True) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self.n = _check_int("n", n, 1)
+
+    def __repr__(self) -> str:
+        return f"KeepLastMessages({self.n}{self._options()})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        head = _pinned_head(inp, self.pin_task)
+        wanted = len(inp.messages) - self.n
+        if wanted <= head.floor:
+            return _unchanged(inp)
+        limit = _newest_round_limit(inp, head.floor)
+        options = {log.safe_cut_at_or_before(wanted), log.safe_cut_at_or_after(wanted)}
+        options = {c for c in options if head.floor <= c <= limit}
+        cut = min(options, key=lambda c: (abs(c - wanted), c)) if options else limit
+        cut = self._settle(inp, head, cut, forward_first=False, limit=limit)
+        return _cut_outcome(inp, head, cut)
+
+
+#: The ``meta`` key marking a :class:`HeadAndTail` placeholder (its value: messages skipped).
+SKIPPED_META_KEY = "ctxtrim_skipped"
+
+
+class HeadAndTail(_CutStrategy):
+    """The first ``head`` and last ``tail`` messages, with a placeholder user message between
+    them that states the true number of messages skipped (autogen's under-counts it:
+    peers.md §4.4).
+
+    Both ends move to safe cuts — the head's end backwards, the tail's start backwards
+    (so the tail keeps a call with its results) — and the head always covers the pinned
+    head. Run again on a longer history holding its own placeholder, it skips further
+    messages after the placeholder and adds them to the count, so the count stays true.
+    ``placeholder`` is formatted with ``skipped=<count>``.
+    """
+
+    def __init__(
+        self,
+        head: int,
+        tail: int,
+        *,
+        placeholder: str = "[{skipped} earlier messages skipped]",
+        pin_task: bool = True,
+        start_with_user: bool = True,
+    ) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self.head = _check_int("head", head, 0)
+        self.tail = _check_int("tail", tail, 1)
+        if not isinstance(placeholder, str) or "{skipped}" not in placeholder:
+            raise InvalidStrategy("placeholder must be a str containing '{skipped}'")
+        self.placeholder = placeholder
+
+    def __repr__(self) -> str:
+        return f"HeadAndTail({self.head}, {self.tail}{self._options()})"
+
+    def _marker(self, skipped: int) -> Message:
+        return Message.user(
+            self.placeholder.format(skipped=skipped), meta={SKIPPED_META_KEY: skipped}
+        )
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        messages = inp.messages
+        n = len(messages)
+        prior = next(
+            (i for i, m in enumerate(messages) if m.meta and SKIPPED_META_KEY in m.meta), None
+        )
+        if prior is None:
+            if n <= self.head + self.tail:
+                return _unchanged(inp)
+            pinned = _pinned_head(inp, self.pin_task)
+            h = max(log.safe_cut_at_or_before(self.head), pinned.floor)
+            already = 0
+            tail_floor = h
+        else:
+            meta = messages[prior].meta or {}
+            count = meta.get(SKIPPED_META_KEY)
+            already = count if isinstance(count, int) and count >= 0 else 0
+            h = prior
+            tail_floor = prior + 1
+        t = log.safe_cut_at_or_before(n - self.tail)
+        if t <= tail_floor:
+            return _unchanged(inp)
+        skipped = already + (t - tail_floor)
+        kept: list[int | None] = [*range(h), None, *range(t, n)]
+        out = [*messages[:h], self._marker(skipped), *messages[t:]]
+        return _Outcome(out, kept)
 
 
 class FitContextWindow(_CutStrategy):
@@ -488,7 +622,8 @@ class TruncateToolOutputs(ContextStrategy):
     ``marker`` appended; in a list result each text block is clipped the same way and images
     are left alone. Results of the last ``keep_recent_turns`` user turns are untouched.
     Text already ending with ``marker`` that is within ``max_chars + len(marker)`` is
-    skipped, so applying it again changes nothing.
+    skipped, so applying it again changes nothing; so is a result that shows its own
+    ``compact_summary`` (a stand-in :class:`ClearToolResults` put there).
     """
 
     def __init__(
@@ -514,6 +649,8 @@ class TruncateToolOutputs(ContextStrategy):
 
     def _result(self, block: ToolResultBlock) -> ToolResultBlock | None:
         content = block.content
+        if content == block.compact_summary:
+            return None  # already replaced by its short stand-in (ClearToolResults)
         if isinstance(content, str):
             clipped = self._clip(content)
             if clipped is None:
@@ -558,6 +695,94 @@ class TruncateToolOutputs(ContextStrategy):
         return _Outcome(out, list(range(len(messages))), set(changed))
 
 
+class ClearToolResults(ContextStrategy):
+    """Replace old tool results by their ``compact_summary`` or ``placeholder`` (Anthropic
+    context editing, LangChain ``ClearToolUsesEdit``, agent-air).
+
+    Acts only when the history is over ``trigger`` tokens. Then every tool result is
+    cleared, oldest first, except the results of the last ``keep`` answered tool calls and
+    of tools named in ``exclude_tools``; with ``clear_tool_inputs`` the cleared calls'
+    inputs become ``{}`` too. If that frees fewer than ``clear_at_least`` tokens, nothing is
+    cleared (a cleared prefix costs a prompt-cache write, worth it only for a real saving).
+    A result already showing its replacement is left alone, so a second run changes nothing.
+    """
+
+    def __init__(
+        self,
+        trigger: int,
+        *,
+        keep: int = 3,
+        clear_at_least: int = 0,
+        exclude_tools: Sequence[str] = (),
+        placeholder: str = "[tool result cleared]",
+        clear_tool_inputs: bool = False,
+    ) -> None:
+        self.trigger = _check_int("trigger", trigger, 0)
+        self.keep = _check_int("keep", keep, 0)
+        self.clear_at_least = _check_int("clear_at_least", clear_at_least, 0)
+        if isinstance(exclude_tools, str) or not all(isinstance(t, str) for t in exclude_tools):
+            raise InvalidStrategy("exclude_tools must be a sequence of tool names (str)")
+        self.exclude_tools = frozenset(exclude_tools)
+        if not isinstance(placeholder, str):
+            raise InvalidStrategy(f"placeholder must be a str, got {type(placeholder).__name__}")
+        self.placeholder = placeholder
+        self.clear_tool_inputs = _check_bool("clear_tool_inputs", clear_tool_inputs)
+
+    def __repr__(self) -> str:
+        return f"ClearToolResults({self.trigger}, keep={self.keep})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        if inp.log.total_tokens <= self.trigger:
+            return _unchanged(inp)
+        messages = inp.messages
+        # Pair results with calls as the core does: a result answers the latest earlier
+        # message issuing its id. Pairs are ordered by their call.
+        latest: dict[str, tuple[int, int, str]] = {}
+        pairs: list[tuple[int, int, str, int, int]] = []
+        for i, m in enumerate(messages):
+            for j, block in enumerate(m.content):
+                if type(block) is ToolResultBlock:
+                    call = latest.pop(block.tool_use_id, None)
+                    if call is not None:
+                        pairs.append((*call, i, j))
+            for j, block in enumerate(m.content):
+                if type(block) is ToolUseBlock:
+                    latest[block.id] = (i, j, block.name)
+        pairs.sort()
+        old = pairs[: len(pairs) - self.keep] if self.keep else pairs
+        edits: dict[int, dict[int, object]] = {}
+        for call_i, call_j, name, res_i, res_j in old:
+            if name in self.exclude_tools:
+                continue
+            result = messages[res_i].content[res_j]
+            assert type(result) is ToolResultBlock
+            stand_in = result.compact_summary or self.placeholder
+            if result.content != stand_in:
+                # The stand-in also becomes the compact summary: it marks the result as
+                # cleared, so TruncateToolOutputs leaves it alone and a re-run skips it.
+                edits.setdefault(res_i, {})[res_j] = msgspec.structs.replace(
+                    result, content=stand_in, compact_summary=stand_in
+                )
+            if self.clear_tool_inputs:
+                use = messages[call_i].content[call_j]
+                assert type(use) is ToolUseBlock
+                if use.input:
+                    edits.setdefault(call_i, {})[call_j] = msgspec.structs.replace(use, input={})
+        if not edits:
+            return _unchanged(inp)
+        changed: dict[int, Message] = {}
+        for i, blocks in edits.items():
+            content = tuple(blocks.get(j, b) for j, b in enumerate(messages[i].content))
+            changed[i] = msgspec.structs.replace(messages[i], content=content)
+        if self.clear_at_least:
+            counts = inp.counts()
+            freed = sum(counts[i] - inp.count(m) for i, m in changed.items())
+            if freed < self.clear_at_least:
+                return _unchanged(inp)
+        out = [changed.get(i, m) for i, m in enumerate(messages)]
+        return _Outcome(out, list(range(len(messages))), set(changed))
+
+
 # ============================================================================================
 # Composition
 
@@ -585,23 +810,82 @@ class Pipeline(ContextStrategy):
         current = inp
         for step in self.strategies:
             out = step._run(current)
-            if out.messages is current.messages:
-                total.budget = out.budget if out.budget is not None else total.budget
-                total.over_budget = out.over_budget
-                continue
-            # Compose: map the step's origins (indices into `current`) back to the input.
-            origin = [None if o is None else total.origin[o] for o in out.origin]
-            changed = {o for o in (total.origin[c] for c in out.changed) if o is not None}
-            changed |= {o for o in origin if o is not None and o in total.changed}
-            total = _Outcome(
-                out.messages,
-                origin,
-                changed,
-                out.budget if out.budget is not None else total.budget,
-                out.over_budget,
-            )
-            current = _next_input(current, out)
+            total = _compose(total, out, current)
+            if out.messages is not current.messages:
+                current = _next_input(current, out)
         return total
+
+
+class CacheStable(ContextStrategy):
+    """Trim only past a high-water mark, and then well below it, so the kept prefix stays
+    byte-identical between trims and provider prompt caches keep hitting (no peer does).
+
+    The kept window is the pinned head plus a suffix whose start moves only when the window
+    grows past ``high`` tokens, and then jumps to the longest pair-safe suffix within
+    ``low``; so trims are at least ``high - low`` tokens of new messages apart. The start is
+    a function of the history alone (the core replays its growth), so the strategy stays
+    pure: call it on the full history every turn. ``strategy`` then runs on the window —
+    e.g. ``TruncateToolOutputs`` to clip it, or a ``FitContextWindow`` as a hard cap for a
+    window the newest round alone pushes over ``high``.
+    """
+
+    def __init__(
+        self,
+        strategy: ContextStrategy,
+        *,
+        high: int,
+        low: int,
+        pin_task: bool = True,
+        start_with_user: bool = True,
+    ) -> None:
+        if not isinstance(strategy, ContextStrategy):
+            raise InvalidStrategy(
+                f"strategy must be a ContextStrategy, got {type(strategy).__name__}"
+            )
+        self.strategy = strategy
+        self.high = _check_int("high", high, 1)
+        self.low = _check_int("low", low, 0)
+        if self.low >= self.high:
+            raise InvalidStrategy(f"low ({low}) must be less than high ({high})")
+        self.pin_task = _check_bool("pin_task", pin_task)
+        self.start_with_user = _check_bool("start_with_user", start_with_user)
+        self.counter = strategy.counter
+
+    def __repr__(self) -> str:
+        return f"CacheStable({self.strategy!r}, high={self.high}, low={self.low})"
+
+    def _run(self, inp: _Input) -> _Outcome:
+        log = inp.log
+        head = _pinned_head(inp, self.pin_task)
+        fixed = head.tokens(log)
+        user_start = self.start_with_user and not head.has_user
+        cut, kept, _ = log.stable_cut(
+            fixed, self.high, self.low, floor=head.floor, user_start=user_start
+        )
+        window = _cut_outcome(inp, head, cut, over_budget=fixed + kept > self.high)
+        window.budget = self.high
+        current = inp if window.messages is inp.messages else _next_input(inp, window)
+        return _compose(window, self.strategy._run(current), current)
+
+
+def _compose(total: _Outcome, out: _Outcome, current: _Input) -> _Outcome:
+    """``total`` (input → ``current``) followed by ``out`` (``current`` → result)."""
+    if out.messages is current.messages:
+        if out.budget is not None:
+            total.budget = out.budget
+        total.over_budget = total.over_budget or out.over_budget
+        return total
+    # Map the step's origins (indices into `current`) back to the input.
+    origin = [None if o is None else total.origin[o] for o in out.origin]
+    changed = {o for o in (total.origin[c] for c in out.changed) if o is not None}
+    changed |= {o for o in origin if o is not None and o in total.changed}
+    return _Outcome(
+        out.messages,
+        origin,
+        changed,
+        out.budget if out.budget is not None else total.budget,
+        total.over_budget or out.over_budget,
+    )
 
 
 def _next_input(prev: _Input, out: _Outcome) -> _Input:

@@ -319,9 +319,20 @@ impl PyMessageLog {
 
     /// `(index, kept_tokens, trims)`: the cut of a cache-stable window (`fixed` head tokens
     /// plus the suffix) that moves only past `high` and then down to `low`.
-    #[pyo3(signature = (fixed, high, low, *, floor = 0))]
-    fn stable_cut(&self, fixed: u64, high: u64, low: u64, floor: usize) -> (usize, u64, usize) {
-        let cut = self.inner.read().stable_cut(fixed, high, low, floor);
+    /// With `user_start`, every cut it moves to opens with a real user message.
+    #[pyo3(signature = (fixed, high, low, *, floor = 0, user_start = false))]
+    fn stable_cut(
+        &self,
+        fixed: u64,
+        high: u64,
+        low: u64,
+        floor: usize,
+        user_start: bool,
+    ) -> (usize, u64, usize) {
+        let cut = self
+            .inner
+            .read()
+            .stable_cut(fixed, high, low, floor, user_start);
         (cut.index, cut.kept_tokens, cut.trims)
     }
 
