@@ -1,0 +1,342 @@
+"""Pair-safe drop-ins for autogen-core's chat completion contexts.
+
+Change the import, keep the constructor call::
+
+    from ctxtrim.integrations.autogen import BufferedChatCompletionContext
+
+Each class has the signature of its autogen namesake, is a real
+``autogen_core.model_context.ChatCompletionContext`` (and an autogen ``Component``), and
+keeps every message in storage, computing a *view* in ``get_messages()`` as autogen does.
+Invariants of every view: no ``FunctionExecutionResultMessage`` whose call is missing, no
+``AssistantMessage`` function call whose results were cut (the cut is a pair-safe index
+from the Rust log, not a slice followed by a one-message patch, peers.md §4.2); leading
+``SystemMessage``\\ s are always kept; the messages are autogen's own objects.
+
+Deliberate differences from autogen (docs/design.md, "Integrations"):
+
+* ``Buffered``: the cut goes to the safe cut nearest ``len - buffer_size``, so a view can
+  hold a few more or fewer messages than ``buffer_size`` rather than split a call from
+  its results; leading system messages are kept (autogen drops them).
+* ``HeadAndTail``: the head ends and the tail starts on safe cuts; the placeholder
+  ``"Skipped N messages."`` states the true number left out (autogen under-counts, §4.4).
+* ``TokenLimited``: keeps the pinned head (system messages and, with ``pin_task=True``, the
+  first user message) plus the longest pair-safe suffix within the limit, where autogen
+  pops from the middle one message at a time (and calls the token counter after each pop:
+  quadratic). Each message is counted once with the model client (cached); one more call
+  checks the whole view, and only if the client's per-call overhead pushes it over is the
+  cut moved further.
+* ``Unbounded``: returns a copy of the list, not the internal list itself.
+* ``dump_component``/``load_component`` keep real message objects (autogen's Buffered turns
+  them into dicts, §4.3); ``save_state``/``load_state`` are autogen's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxtrim.integrations._common import Mirror, missing_extra, select, shrink_until
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.strategies import FitContextWindow, HeadAndTail, KeepLastMessages
+
+try:
+    from autogen_core import Component, ComponentModel, FunctionCall
+    from autogen_core.model_context import ChatCompletionContext
+    from autogen_core.models import (
+        AssistantMessage,
+        ChatCompletionClient,
+        FunctionExecutionResultMessage,
+        LLMMessage,
+        SystemMessage,
+        UserMessage,
+    )
+    from autogen_core.tools import ToolSchema
+    from pydantic import BaseModel
+    from typing_extensions import Self
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("autogen-core", "autogen", _err) from _err
+
+__all__ = [
+    "BufferedChatCompletionContext",
+    "HeadAndTailChatCompletionContext",
+    "TokenLimitedChatCompletionContext",
+    "UnboundedChatCompletionContext",
+    "to_skeleton",
+]
+
+
+def _call_id(raw: str, i: int, j: int) -> str:
+    # ctxtrim ids are non-empty; a client that sends none gets one no real id can equal.
+    return raw or f"\x00autogen-{i}-{j}"
+
+
+def to_skeleton(message: LLMMessage, i: int = 0) -> Message:
+    """The ctxtrim skeleton of one autogen message (role, tool ids; text for estimates).
+
+    ``i`` (the message's index) only names calls that arrive without an id.
+    """
+    if isinstance(message, SystemMessage):
+        return Message.system(message.content)
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return Message.user(message.content)
+        texts = [p if isinstance(p, str) else "[image]" for p in message.content]
+        return Message.user([TextBlock(t) for t in texts] or [TextBlock("")])
+    if isinstance(message, AssistantMessage):
+        if isinstance(message.content, str):
+            return Message.assistant(message.content)
+        return Message.assistant(
+            message.thought or "",
+            tool_uses=[
+                ToolUseBlock(_call_id(c.id, i, j), c.name or "?", {"arguments": c.arguments})
+                for j, c in enumerate(message.content)
+            ],
+        )
+    if isinstance(message, FunctionExecutionResultMessage):
+        return Message.tool_results(
+            [
+                ToolResultBlock(_call_id(r.call_id, -1, j), r.content, bool(r.is_error))
+                for j, r in enumerate(message.content)
+            ]
+        )
+    raise TypeError(f"not an autogen LLMMessage: {type(message).__name__}")
+
+
+def _is_function_call_message(m: object) -> bool:
+    return (
+        isinstance(m, AssistantMessage)
+        and isinstance(m.content, list)
+        and all(isinstance(c, FunctionCall) for c in m.content)
+    )
+
+
+class _PairSafeContext(ChatCompletionContext):
+    """Storage as autogen's (``self._messages``), plus a mirror log of skeletons."""
+
+    def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
+        super().__init__(initial_messages)
+        self._mirror: Mirror[LLMMessage] = Mirror(to_skeleton, self._count_one())
+
+    def _count_one(self) -> Any:
+        return None
+
+    async def clear(self) -> None:
+        await super().clear()
+        self._mirror.reset()
+
+    async def load_state(self, state: Any) -> None:
+        await super().load_state(state)
+        self._mirror.reset()
+
+    def _view(self, picked: Sequence[int | Message]) -> list[LLMMessage]:
+        msgs = self._messages
+        out: list[LLMMessage] = []
+        for p in picked:
+            if isinstance(p, int):
+                out.append(msgs[p])
+            else:  # the HeadAndTail placeholder
+                out.append(UserMessage(content=p.text, source="System"))
+        return out
+
+
+class UnboundedChatCompletionContextConfig(BaseModel):
+    initial_messages: list[LLMMessage] | None = None
+
+
+class UnboundedChatCompletionContext(
+    _PairSafeContext, Component[UnboundedChatCompletionContextConfig]
+):
+    """Every message (a copy of the list: clearing it does not empty the context)."""
+
+    component_config_schema = UnboundedChatCompletionContextConfig
+    component_provider_override = "ctxtrim.integrations.autogen.UnboundedChatCompletionContext"
+
+    async def get_messages(self) -> list[LLMMessage]:
+        return list(self._messages)
+
+    def _to_config(self) -> UnboundedChatCompletionContextConfig:
+        return UnboundedChatCompletionContextConfig(initial_messages=self._initial_messages)
+
+    @classmethod
+    def _from_config(cls, config: UnboundedChatCompletionContextConfig) -> Self:
+        return cls(initial_messages=config.initial_messages)
+
+
+class BufferedChatCompletionContextConfig(BaseModel):
+    buffer_size: int
+    initial_messages: list[LLMMessage] | None = None
+
+
+class BufferedChatCompletionContext(
+    _PairSafeContext, Component[BufferedChatCompletionContextConfig]
+):
+    """About the last ``buffer_size`` messages, cut at the nearest pair-safe point."""
+
+    component_config_schema = BufferedChatCompletionContextConfig
+    component_provider_override = "ctxtrim.integrations.autogen.BufferedChatCompletionContext"
+
+    def __init__(self, buffer_size: int, initial_messages: list[LLMMessage] | None = None) -> None:
+        super().__init__(initial_messages)
+        if buffer_size <= 0:
+            raise ValueError("buffer_size must be greater than 0.")
+        self._buffer_size = buffer_size
+        self._strategy = KeepLastMessages(buffer_size, pin_task=False, start_with_user=False)
+
+    async def get_messages(self) -> list[LLMMessage]:
+        log = self._mirror.sync(self._messages)
+        return self._view(select(self._strategy, log))
+
+    def _to_config(self) -> BufferedChatCompletionContextConfig:
+        return BufferedChatCompletionContextConfig(
+            buffer_size=self._buffer_size, initial_messages=self._initial_messages
+        )
+
+    @classmethod
+    def _from_config(cls, config: BufferedChatCompletionContextConfig) -> Self:
+        # Not cls(**config.model_dump()): that turns the messages into dicts (peers.md §4.3).
+        return cls(buffer_size=config.buffer_size, initial_messages=config.initial_messages)
+
+
+class HeadAndTailChatCompletionContextConfig(BaseModel):
+    head_size: int
+    tail_size: int
+    initial_messages: list[LLMMessage] | None = None
+
+
+class HeadAndTailChatCompletionContext(
+    _PairSafeContext, Component[HeadAndTailChatCompletionContextConfig]
+):
+    """The first ``head_size`` and last ``tail_size`` messages (ends moved to pair-safe
+    cuts) with a ``"Skipped N messages."`` placeholder that counts every message left out."""
+
+    component_config_schema = HeadAndTailChatCompletionContextConfig
+    component_provider_override = "ctxtrim.integrations.autogen.HeadAndTailChatCompletionContext"
+
+    def __init__(
+        self, head_size: int, tail_size: int, initial_messages: list[LLMMessage] | None = None
+    ) -> None:
+        super().__init__(initial_messages)
+        if head_size <= 0:
+            raise ValueError("head_size must be greater than 0.")
+        if tail_size <= 0:
+            raise ValueError("tail_size must be greater than 0.")
+        self._head_size = head_size
+        self._tail_size = tail_size
+        self._strategy = HeadAndTail(
+            head_size,
+            tail_size,
+            placeholder="Skipped {skipped} messages.",
+            pin_task=False,
+            start_with_user=False,
+        )
+
+    async def get_messages(self) -> list[LLMMessage]:
+        if len(self._messages) <= self._head_size + self._tail_size:
+            return list(self._messages)
+        log = self._mirror.sync(self._messages)
+        return self._view(select(self._strategy, log))
+
+    def _to_config(self) -> HeadAndTailChatCompletionContextConfig:
+        return HeadAndTailChatCompletionContextConfig(
+            head_size=self._head_size,
+            tail_size=self._tail_size,
+            initial_messages=self._initial_messages,
+        )
+
+    @classmethod
+    def _from_config(cls, config: HeadAndTailChatCompletionContextConfig) -> Self:
+        return cls(
+            head_size=config.head_size,
+            tail_size=config.tail_size,
+            initial_messages=config.initial_messages,
+        )
+
+
+class TokenLimitedChatCompletionContextConfig(BaseModel):
+    model_client: ComponentModel
+    token_limit: int | None = None
+    tool_schema: list[ToolSchema] | None = None
+    initial_messages: list[LLMMessage] | None = None
+    pin_task: bool = True
+
+
+class TokenLimitedChatCompletionContext(
+    _PairSafeContext, Component[TokenLimitedChatCompletionContextConfig]
+):
+    """The pinned head plus the longest pair-safe suffix within ``token_limit`` tokens (or
+    the model's remaining tokens when ``token_limit`` is None), counted by ``model_client``.
+
+    ``pin_task`` (ctxtrim's, default True) keeps the first user message, the agent's task.
+    """
+
+    component_config_schema = TokenLimitedChatCompletionContextConfig
+    component_provider_override = "ctxtrim.integrations.autogen.TokenLimitedChatCompletionContext"
+
+    def __init__(
+        self,
+        model_client: ChatCompletionClient,
+        *,
+        token_limit: int | None = None,
+        tool_schema: list[ToolSchema] | None = None,
+        initial_messages: list[LLMMessage] | None = None,
+        pin_task: bool = True,
+    ) -> None:
+        if token_limit is not None and token_limit <= 0:
+            raise ValueError("token_limit must be greater than 0.")
+        self._token_limit = token_limit
+        self._model_client = model_client
+        self._tool_schema = tool_schema or []
+        self._pin_task = pin_task
+        super().__init__(initial_messages)
+
+    def _count_one(self) -> Any:
+        client = self._model_client
+        # Each message alone, without tools: the tools' share is counted once, in _limit.
+        return lambda m: client.count_tokens([m], tools=[])
+
+    def _tokens(self, messages: list[LLMMessage]) -> int:
+        return int(self._model_client.count_tokens(messages, tools=self._tool_schema))
+
+    def _window(self) -> int:
+        """The limit on ``count_tokens(view, tools)``: ``token_limit``, or the model's whole
+        window (``remaining_tokens`` of nothing plus what the tools alone use)."""
+        if self._token_limit is not None:
+            return self._token_limit
+        client = self._model_client
+        return int(client.remaining_tokens([], tools=self._tool_schema)) + self._tokens([])
+
+    async def get_messages(self) -> list[LLMMessage]:
+        msgs = list(self._messages)
+        window = self._window()
+        if not msgs or self._tokens(msgs) <= window:
+            return msgs
+        log = self._mirror.sync(msgs)
+        budget = max(window - self._tokens([]), 1)  # per-message counts exclude the tools
+        strategy = FitContextWindow(budget, pin_task=self._pin_task, start_with_user=False)
+        picked = [p for p in select(strategy, log) if isinstance(p, int)]
+        kept = shrink_until(
+            log,
+            picked,
+            lambda idx: self._tokens([msgs[i] for i in idx]) <= window,
+            pin_task=self._pin_task,
+        )
+        return [msgs[i] for i in kept]
+
+    def _to_config(self) -> TokenLimitedChatCompletionContextConfig:
+        return TokenLimitedChatCompletionContextConfig(
+            model_client=self._model_client.dump_component(),
+            token_limit=self._token_limit,
+            tool_schema=self._tool_schema,
+            initial_messages=self._initial_messages,
+            pin_task=self._pin_task,
+        )
+
+    @classmethod
+    def _from_config(cls, config: TokenLimitedChatCompletionContextConfig) -> Self:
+        return cls(
+            model_client=ChatCompletionClient.load_component(config.model_client),
+            token_limit=config.token_limit,
+            tool_schema=config.tool_schema,
+            initial_messages=config.initial_messages,
+            pin_task=config.pin_task,
+        )

@@ -1,0 +1,337 @@
+"""A pair-safe ``trim_messages`` for langchain-core: same arguments, same messages back.
+
+Change the import, keep the call::
+
+    from ctxtrim.integrations.langchain import trim_messages
+
+It takes langchain-core's keyword arguments (``max_tokens``, ``token_counter`` as a function
+over a list, a per-message function or lambda, a chat model or ``"approximate"``,
+``strategy="first"|"last"``, ``allow_partial``, ``start_on``, ``end_on``,
+``include_system``, ``text_splitter``) and returns langchain's own message objects.
+
+Invariants: the result never holds a ``ToolMessage`` whose ``AIMessage`` tool call was cut,
+nor an ``AIMessage`` whose ``tool_calls`` lost their results to the cut (peers.md §4.5); it
+is within ``max_tokens`` by the caller's counter whenever langchain's would be; the counter
+sees the history once, in order, in pair-closed pieces (a call with its results), then the
+chosen window — never reversed input, never a lone ``ToolMessage`` (#29637).
+
+Deliberate differences from langchain-core (docs/design.md, "Integrations"):
+
+* cuts fall only on pair-safe indices, so where langchain keeps an orphan (or ends
+  ``"first"`` on a call whose results are cut) this keeps a little less;
+* a counter with no annotation is tried on a one-message list and, if that raises
+  ``AttributeError``/``TypeError``, used per message — so ``lambda m: len(m.content)``
+  works (langchain calls it with a list and fails, #35629);
+* with ``start_on`` and ``strategy="last"``, when no message matching ``start_on`` starts a
+  window that fits (an agent loop with one human task message, older than the window),
+  langchain returns only the system message; this keeps the first matching message (the
+  task) plus the newest pair-safe suffix that fits after it, if that fits at all;
+* a partial message (``allow_partial``) is made only of a message with no tool calls and
+  no tool results; tool pairs stay whole.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from ctxtrim._core import MessageLog
+from ctxtrim.integrations._common import missing_extra
+from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
+
+try:
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        SystemMessage,
+        ToolMessage,
+        convert_to_messages,
+    )
+    from langchain_core.messages import trim_messages as _lc_trim
+    from langchain_core.messages.utils import count_tokens_approximately
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("langchain-core", "langchain", _err) from _err
+
+__all__ = ["to_skeleton", "trim_messages"]
+
+_MessageType = str | type[BaseMessage] | Sequence[str | type[BaseMessage]]
+
+
+def to_skeleton(message: BaseMessage, i: int = 0) -> Message:
+    """The ctxtrim skeleton of one langchain message: its role and tool-call ids."""
+    role = message.type
+    if isinstance(message, ChatMessage):
+        role = {"user": "human", "assistant": "ai"}.get(message.role, message.role)
+    if isinstance(message, ToolMessage) or role in ("tool", "function"):
+        cid = getattr(message, "tool_call_id", None) or f"\x00lc-{i}"
+        return Message.tool_results([ToolResultBlock(cid, "")])
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return Message.assistant(
+            tool_uses=[
+                ToolUseBlock(tc.get("id") or f"\x00lc-{i}-{j}", tc.get("name") or "?", {})
+                for j, tc in enumerate(message.tool_calls)
+            ]
+        )
+    if role == "ai":
+        return Message.assistant("")
+    if role in ("system", "developer"):
+        return Message.system("")
+    return Message.user("")
+
+
+def _is_type(message: BaseMessage, type_: _MessageType) -> bool:
+    types = [type_] if isinstance(type_, (str, type)) else list(type_)
+    names = [t for t in types if isinstance(t, str)]
+    classes = tuple(t for t in types if isinstance(t, type))
+    return message.type in names or isinstance(message, classes)
+
+
+def _plain(message: BaseMessage) -> bool:
+    """Whether a message can be cut in two: no tool calls, not a tool result."""
+    if isinstance(message, ToolMessage) or message.type in ("tool", "function"):
+        return False
+    return not (isinstance(message, AIMessage) and message.tool_calls)
+
+
+def _counters(
+    token_counter: Any, sample: BaseMessage | None
+) -> tuple[Callable[[list[BaseMessage]], int], Callable[[BaseMessage], int]]:
+    """``(count a list, count one message)`` for langchain's kinds of ``token_counter``."""
+    if isinstance(token_counter, str):
+        if token_counter != "approximate":
+            raise ValueError(
+                f"Invalid token_counter shortcut {token_counter!r}. "
+                "Available shortcuts: 'approximate'."
+            )
+        token_counter = count_tokens_approximately
+    if hasattr(token_counter, "get_num_tokens_from_messages"):
+        model_count = token_counter.get_num_tokens_from_messages
+        return model_count, lambda m: int(model_count([m]))
+    if not callable(token_counter):
+        raise ValueError(
+            "'token_counter' expected to be a model that implements "
+            "'get_num_tokens_from_messages()' or a function. Received object of type "
+            f"{type(token_counter)}."
+        )
+    fn = token_counter
+    per_message: bool
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # builtins such as len
+        params = []
+    annotation = params[0].annotation if params else inspect.Parameter.empty
+    if annotation is BaseMessage or annotation == "BaseMessage":
+        per_message = True
+    elif annotation is not inspect.Parameter.empty or sample is None:
+        per_message = False
+    else:
+        # Unannotated (a lambda): langchain would call it with a list; see which it takes.
+        try:
+            fn([sample])
+            per_message = False
+        except (AttributeError, TypeError):
+            per_message = True
+    if per_message:
+        return (lambda ms: sum(int(fn(m)) for m in ms)), (lambda m: int(fn(m)))
+    return (lambda ms: int(fn(ms))), (lambda m: int(fn([m])))
+
+
+def _partial(
+    message: BaseMessage,
+    budget: int,
+    count: Callable[[list[BaseMessage]], int],
+    strategy: Literal["first", "last"],
+    text_splitter: Any,
+) -> BaseMessage | None:
+    """langchain's own partial-message logic, on one plain message."""
+    if budget <= 0 or not _plain(message):
+        return None
+    part = _lc_trim(
+        [message],
+        max_tokens=budget,
+        token_counter=count,
+        strategy=strategy,
+        allow_partial=True,
+        text_splitter=text_splitter,
+    )
+    return part[0] if part else None
+
+
+def _segment_counts(
+    msgs: list[BaseMessage], log: MessageLog, count: Callable[[list[BaseMessage]], int]
+) -> list[int]:
+    """Token counts for the log, one counter call per pair-closed segment.
+
+    Cuts only ever fall on safe indices, so the history is counted in the pieces between
+    consecutive safe cuts (a call together with its results), in order: a counter never
+    sees a ``ToolMessage`` without its ``AIMessage`` (providers' counting endpoints reject
+    that), and the whole count is attributed to the segment's first message.
+    """
+    n = len(msgs)
+    tokens = [0] * n
+    start = 0
+    for i in range(1, n + 1):
+        if i == n or log.is_safe_cut(i):
+            tokens[start] = int(count(msgs[start:i]))
+            start = i
+    return tokens
+
+
+def trim_messages(
+    messages: Iterable[Any] | Any,
+    *,
+    max_tokens: int,
+    token_counter: Any,
+    strategy: Literal["first", "last"] = "last",
+    allow_partial: bool = False,
+    end_on: _MessageType | None = None,
+    start_on: _MessageType | None = None,
+    include_system: bool = False,
+    text_splitter: Any = None,
+) -> list[BaseMessage]:
+    """langchain-core's ``trim_messages``, with every cut on a pair-safe index."""
+    if start_on and strategy == "first":
+        raise ValueError("start_on parameter is only valid with strategy='last'")
+    if include_system and strategy == "first":
+        raise ValueError("include_system parameter is only valid with strategy='last'")
+    if strategy not in ("first", "last"):
+        raise ValueError(
+            f"Unrecognized strategy={strategy!r}. Supported strategies are 'last' and 'first'."
+        )
+    msgs: list[BaseMessage] = convert_to_messages(messages)
+    count_list, _ = _counters(token_counter, msgs[0] if msgs else None)
+    if not msgs:
+        return []
+    skeletons = [to_skeleton(m, i) for i, m in enumerate(msgs)]
+    log = MessageLog(skeletons, tokens=_segment_counts(msgs, MessageLog(skeletons), count_list))
+    if strategy == "first":
+        return _first(msgs, log, max_tokens, count_list, allow_partial, end_on, text_splitter)
+    return _last(
+        msgs,
+        log,
+        max_tokens,
+        count_list,
+        allow_partial,
+        end_on,
+        start_on,
+        include_system,
+        text_splitter,
+    )
+
+
+def _first(
+    msgs: list[BaseMessage],
+    log: MessageLog,
+    max_tokens: int,
+    count: Callable[[list[BaseMessage]], int],
+    allow_partial: bool,
+    end_on: _MessageType | None,
+    text_splitter: Any,
+) -> list[BaseMessage]:
+    n = len(msgs)
+    # The longest prefix within the budget (prefix sums: O(1) each), then a safe end.
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if log.tokens(0, mid) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    k = log.safe_cut_at_or_before(lo)
+
+    def ok(k: int) -> bool:
+        return log.is_safe_cut(k) and (end_on is None or k == 0 or _is_type(msgs[k - 1], end_on))
+
+    while k > 0 and not (ok(k) and count(msgs[:k]) <= max_tokens):
+        k -= 1
+    out = msgs[:k]
+    if allow_partial and k < n and (lo == k or k == lo):
+        part = _partial(msgs[k], max_tokens - count(out), count, "first", text_splitter)
+        if part is not None and (end_on is None or _is_type(part, end_on)):
+            if count([*out, part]) <= max_tokens:
+                out = [*out, part]
+    return out
+
+
+def _last(
+    msgs: list[BaseMessage],
+    log: MessageLog,
+    max_tokens: int,
+    count: Callable[[list[BaseMessage]], int],
+    allow_partial: bool,
+    end_on: _MessageType | None,
+    start_on: _MessageType | None,
+    include_system: bool,
+    text_splitter: Any,
+) -> list[BaseMessage]:
+    n = len(msgs)
+    # end_on drops trailing messages, at safe ends only (never a call without its results).
+    e = n
+    if end_on is not None:
+        while e > 0 and not (_is_type(msgs[e - 1], end_on) and log.is_safe_cut(e)):
+            e -= 1
+    head: list[BaseMessage] = []
+    floor = 0
+    if include_system and isinstance(msgs[0], SystemMessage):
+        head, floor = [msgs[0]], 1
+    e = max(e, floor)
+    budget = max_tokens - (log.tokens(0, floor) if floor else 0)
+
+    def starts(c: int) -> bool:
+        return c == e or (log.is_safe_cut(c) and (start_on is None or _is_type(msgs[c], start_on)))
+
+    def window(c: int) -> list[BaseMessage]:
+        return [*head, *msgs[c:e]]
+
+    c, _, fits = log.fit_budget(max(budget, 0), floor=floor, end=e)
+    c = max(c, floor) if fits else e
+    while c < e and not (starts(c) and count(window(c)) <= max_tokens):
+        c += 1
+    out = window(c)
+    if c == e and start_on is not None and e > floor:
+        pinned = _pinned_task(msgs, log, floor, e, budget, start_on, head, max_tokens, count)
+        if pinned is not None:
+            return pinned
+    if allow_partial and c > floor:
+        part = _partial(msgs[c - 1], max_tokens - count(out), count, "last", text_splitter)
+        if part is not None and (start_on is None or _is_type(part, start_on)):
+            trial = [*head, part, *msgs[c:e]]
+            if count(trial) <= max_tokens:
+                out = trial
+    if budget < 0 and head:
+        return []  # the system message alone is over the budget, as langchain
+    return out
+
+
+def _pinned_task(
+    msgs: list[BaseMessage],
+    log: MessageLog,
+    floor: int,
+    e: int,
+    budget: int,
+    start_on: _MessageType,
+    head: list[BaseMessage],
+    max_tokens: int,
+    count: Callable[[list[BaseMessage]], int],
+) -> list[BaseMessage] | None:
+    """The first ``start_on`` message (the task) plus the newest safe suffix after it that
+    fits, instead of langchain's collapse to the system message alone."""
+    task = next(
+        (i for i in range(floor, e) if _is_type(msgs[i], start_on) and log.is_safe_cut(i)), None
+    )
+    if task is None:
+        return None
+    rest = budget - log.tokens(task, task + 1)
+    if rest < 0:
+        return None
+    c, _, fits = log.fit_budget(rest, floor=task + 1, end=e)
+    c = max(c, task + 1) if fits else e
+    while True:
+        out = [*head, msgs[task], *msgs[c:e]]
+        if count(out) <= max_tokens and (c == e or log.is_safe_cut(c)):
+            return out
+        if c >= e:
+            return None
+        c = log.safe_cut_at_or_after(c + 1)
