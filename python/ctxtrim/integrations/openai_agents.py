@@ -1,0 +1,190 @@
+"""openai-agents sessions on ctxtrim stores, and a pair-safe ``session_input_callback``.
+
+Swap the session, keep the runner call::
+
+    session = CtxtrimSession(await SQLiteContextStore.open("chats.db", "user-42"))
+    await Runner.run(agent, "next question", session=session)
+
+:class:`CtxtrimSession` implements the openai-agents ``Session`` protocol (``session_id``,
+``session_settings``, ``get_items(limit)``, ``add_items``, ``pop_item``, ``clear_session``)
+on any :class:`ctxtrim.ContextStore` — memory, SQLite, Redis, PostgreSQL. Items are
+Responses-API input items; each is stored as one ctxtrim message through
+:func:`ctxtrim.formats.from_openai_responses` (losslessly: ``to_openai_responses`` gives the
+item back), and item types the converter has no model for (``web_search_call``,
+``compaction``, ``item_reference`` …) are kept verbatim in ``Message.meta`` under
+:data:`ITEM_KEY`, with an assistant-side skeleton so they count and cut like the rest.
+
+Invariants: ``get_items(limit)`` returns at most ``limit`` items, chronological, and never
+starts with a ``function_call_output`` whose ``function_call`` it left out, nor splits
+parallel calls from their outputs (the cut moves forward to the next pair-safe item;
+openai-agents' ``SQLiteSession.get_items`` returns the orphan, peers.md §4.6).
+:func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
+token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
+without a callback, so a slicing callback sends the orphan to the model (§4.6).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxtrim._core import MessageLog
+from ctxtrim.errors import InvalidMessage, StaleGenerationError
+from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
+from ctxtrim.integrations._common import missing_extra, select
+from ctxtrim.messages import Message
+from ctxtrim.store import ContextStore, MemoryContextStore
+from ctxtrim.strategies import FitContextWindow
+from ctxtrim.tokens import TokenCounter
+
+try:
+    from agents.memory import SessionSettings
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("openai-agents", "openai-agents", _err) from _err
+
+__all__ = ["ITEM_KEY", "CtxtrimSession", "item_to_message", "message_to_items", "trim_input"]
+
+#: ``Message.meta`` key holding an input item the Responses converter has no model for.
+ITEM_KEY = "openai_agents_item"
+
+# Item types produced by the model (assistant side); anything else unknown is user side.
+_USER_SIDE = ("output", "_result")
+
+
+def _plain(item: Any) -> dict[str, Any]:
+    """The item as plain JSON data (the runner may hand over pydantic models)."""
+    if isinstance(item, dict):
+        return item
+    dump = getattr(item, "model_dump", None)
+    if callable(dump):
+        return dict(dump(exclude_unset=True))
+    raise InvalidMessage(f"expected an input item (a dict), got {type(item).__name__}", "item")
+
+
+def item_to_message(item: Any) -> Message:
+    """One Responses input item as one ctxtrim message (lossless both ways)."""
+    data = _plain(item)
+    try:
+        messages = from_openai_responses([data])
+    except InvalidMessage:
+        messages = []
+    if len(messages) == 1 and to_openai_responses(messages) == [data]:
+        return messages[0]
+    kind = str(data.get("type", ""))
+    # The text only feeds the token estimate; the item itself travels in meta.
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    if kind.endswith(_USER_SIDE):
+        return Message.user(text, meta={ITEM_KEY: data})
+    return Message.assistant(text, meta={ITEM_KEY: data})
+
+
+def message_to_items(message: Message) -> list[dict[str, Any]]:
+    """The input items of one stored message (one, unless another writer stored it)."""
+    if message.meta and ITEM_KEY in message.meta:
+        return [message.meta[ITEM_KEY]]
+    return to_openai_responses([message])
+
+
+class CtxtrimSession:
+    """An openai-agents ``Session`` on a ctxtrim store (a memory store when none given)."""
+
+    def __init__(
+        self,
+        store: ContextStore | None = None,
+        *,
+        session_id: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        if store is None:
+            store = MemoryContextStore(session_id=session_id)
+        elif session_id is not None and session_id != store.session_id:
+            raise ValueError(
+                f"session_id {session_id!r} differs from the store's {store.session_id!r}"
+            )
+        self.store = store
+        self.session_id: str = store.session_id
+        self.session_settings: SessionSettings | None = session_settings
+
+    async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The latest ``limit`` items (all when None; ``session_settings.limit`` when set),
+        chronological, starting at a pair-safe item."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        if limit is None:
+            return [it for m in await self.store.get_history() for it in message_to_items(m)]
+        if limit <= 0:
+            return []
+        log = await self.store.load_log()
+        n = len(log)
+        # Walk back whole messages while they fit in `limit` items.
+        tail: list[list[dict[str, Any]]] = []
+        size = 0
+        start = n
+        while start > 0:
+            items = message_to_items(log[start - 1])
+            if size + len(items) > limit:
+                break
+            tail.append(items)
+            size += len(items)
+            start -= 1
+        cut = log.safe_cut_at_or_after(start) if start < n else n
+        tail.reverse()
+        return [it for chunk in tail[cut - start :] for it in chunk]
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append the items atomically (all are converted first; a bad one changes nothing)."""
+        messages = [item_to_message(it) for it in items]
+        if messages:
+            await self.store.append_many(messages)
+
+    async def pop_item(self) -> dict[str, Any] | None:
+        """Remove and return the newest item (None when empty)."""
+        for _ in range(8):
+            snap = await self.store.snapshot()
+            if not snap.messages:
+                return None
+            last = snap.messages[-1]
+            items = message_to_items(last)
+            rest = [item_to_message(it) for it in items[:-1]]
+            try:
+                n = len(snap.messages)
+                await self.store.replace_prefix(n, [*snap.messages[:-1], *rest], snap.generation)
+            except StaleGenerationError:
+                continue  # rewritten meanwhile (a compaction): read again
+            return items[-1]
+        raise StaleGenerationError(-1, -1)
+
+    async def clear_session(self) -> None:
+        await self.store.clear()
+
+
+def trim_input(
+    max_tokens: int,
+    *,
+    reserve_tokens: int = 0,
+    counter: TokenCounter | None = None,
+    pin_task: bool = True,
+) -> Callable[[list[Any], list[Any]], list[Any]]:
+    """A ``session_input_callback`` keeping history plus new input within ``max_tokens``.
+
+    The longest pair-safe suffix of the history that fits together with the new items is
+    kept, with the first user message (the task) pinned unless ``pin_task=False``; items
+    are returned as the same objects the runner passed in (it tracks them by identity).
+    """
+    strategy = FitContextWindow(
+        max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
+    )
+
+    def callback(history: list[Any], new_items: list[Any]) -> list[Any]:
+        combined: Sequence[Any] = [*history, *new_items]
+        messages = [item_to_message(it) for it in combined]
+        picked = select(strategy, _log(messages, counter))
+        return [combined[p] for p in picked if isinstance(p, int)]
+
+    return callback
+
+
+def _log(messages: list[Message], counter: TokenCounter | None) -> MessageLog:
+    tokens = None if counter is None else [counter.count_message(m) for m in messages]
+    return MessageLog(messages, tokens=tokens)
