@@ -1,5 +1,5 @@
 """ctxtrim.integrations.autogen against the real autogen-core: the peer bugs of peers.md
-§4.2–§4.4 pass through the drop-ins fixed, the views equal autogen's wherever autogen is
+§4.2 to §4.4 pass through the drop-ins fixed, the views equal autogen's wherever autogen is
 correct, and state/component round trips keep real message objects."""
 
 from __future__ import annotations
