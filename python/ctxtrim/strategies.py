@@ -116,25 +116,46 @@ def _count(counter: TokenCounter | None, message: Message) -> int:
 
 
 class _Input:
-    """A history with its log (cached token counts, cut index) and the caller's list."""
+    """A history with its log (cached token counts, cut index) and the caller's list.
 
-    __slots__ = ("_counts", "counter", "log", "messages")
+    From a log or store the full list is materialised only when a strategy needs it (an
+    unchanged result, in-place edits, a report): a cut keeps only what it returns.
+    """
+
+    __slots__ = ("_counts", "_messages", "counter", "log", "n")
 
     def __init__(
-        self, messages: list[Message], log: _core.MessageLog, counter: TokenCounter | None
+        self,
+        messages: list[Message] | None,
+        log: _core.MessageLog,
+        counter: TokenCounter | None,
     ) -> None:
-        self.messages = messages  # the caller's list itself when given a list
+        self._messages = messages  # the caller's list itself when given a list
         self.log = log
+        self.n = len(log)
         self.counter = counter
         self._counts: list[int] | None = None
+
+    @property
+    def messages(self) -> list[Message]:
+        if self._messages is None:
+            self._messages = self.log.to_list()
+        return self._messages
+
+    def slice(self, start: int, end: int) -> list[Message]:
+        if self._messages is None:
+            return self.log.to_list(start, end)
+        return self._messages[start:end]
+
+    def role(self, i: int) -> str:
+        return (self.log[i] if self._messages is None else self._messages[i]).role
 
     @classmethod
     def of(cls, source: object, counter: TokenCounter | None) -> _Input:
         if isinstance(source, _core.MessageLog):
-            return cls(source.to_list(), source, counter)
+            return cls(None, source.snapshot(), counter)
         if isinstance(source, MemoryContextStore):
-            snap = source.log.snapshot()
-            return cls(snap.to_list(), snap, counter)
+            return cls(None, source.log.snapshot(), counter)
         if isinstance(source, (str, bytes)) or not isinstance(source, Sequence):
             raise TypeError(
                 "a strategy takes a sequence of Message, a MessageLog or a MemoryContextStore "
@@ -196,21 +217,25 @@ class _Outcome:
 
 
 def _unchanged(inp: _Input) -> _Outcome:
-    return _Outcome(inp.messages, list(range(len(inp.messages))))
+    return _Outcome(inp.messages, list(range(inp.n)))
 
 
 def _cut_outcome(inp: _Input, head: _Head, cut: int, over_budget: bool = False) -> _Outcome:
     """Keep the head ranges and ``messages[cut:]``."""
-    kept: list[int] = []
+    kept: list[int | None] = []
     for a, b in head.ranges:
         kept.extend(range(a, b))
-    kept.extend(range(max(cut, head.floor), len(inp.messages)))
-    if len(kept) == len(inp.messages):
+    start = max(cut, head.floor)
+    kept.extend(range(start, inp.n))
+    if len(kept) == inp.n:
         out = _unchanged(inp)
         out.over_budget = over_budget
         return out
-    msgs = inp.messages
-    return _Outcome([msgs[i] for i in kept], list(kept), over_budget=over_budget)
+    msgs: list[Message] = []
+    for a, b in head.ranges:
+        msgs.extend(inp.slice(a, b))
+    msgs.extend(inp.slice(start, inp.n))
+    return _Outcome(msgs, kept, over_budget=over_budget)
 
 
 def _user_cut(inp: _Input, cut: int, floor: int, *, forward_first: bool, limit: int) -> int:
@@ -219,8 +244,7 @@ def _user_cut(inp: _Input, cut: int, floor: int, *, forward_first: bool, limit: 
     ``limit`` first when ``forward_first`` (fewer tokens), else backwards down to ``floor``
     (keeps more); falls back to the other direction; leaves ``cut`` alone if there is none
     (a history with no user message at all)."""
-    messages = inp.messages
-    if cut >= len(messages) or messages[cut].role != "assistant":
+    if cut >= inp.n or inp.role(cut) != "assistant":
         return cut
     log = inp.log
     forward = log.user_cut_at_or_after(cut + 1)
@@ -238,7 +262,7 @@ def _newest_round_limit(inp: _Input, floor: int) -> int:
     """The latest cut any strategy makes: the safe cut at or before the newest round."""
     log = inp.log
     start = log.kth_last_round_start(1)
-    newest = len(inp.messages) if start is None else start
+    newest = inp.n if start is None else start
     return max(log.safe_cut_at_or_before(newest), log.safe_cut_at_or_after(floor))
 
 
@@ -248,7 +272,7 @@ def _finish(out: _Outcome) -> list[Message]:
 
 
 def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
-    n = len(inp.messages)
+    n = inp.n
     kept = {i for i in out.origin if i is not None}
     dropped = tuple(i for i in range(n) if i not in kept)
     msgs = inp.messages
@@ -431,7 +455,7 @@ class KeepLastMessages(_CutStrategy):
     def _run(self, inp: _Input) -> _Outcome:
         log = inp.log
         head = _pinned_head(inp, self.pin_task)
-        wanted = len(inp.messages) - self.n
+        wanted = inp.n - self.n
         if wanted <= head.floor:
             return _unchanged(inp)
         limit = _newest_round_limit(inp, head.floor)
@@ -811,7 +835,7 @@ class Pipeline(ContextStrategy):
         for step in self.strategies:
             out = step._run(current)
             total = _compose(total, out, current)
-            if out.messages is not current.messages:
+            if out.messages is not current._messages:
                 current = _next_input(current, out)
         return total
 
@@ -864,13 +888,13 @@ class CacheStable(ContextStrategy):
         )
         window = _cut_outcome(inp, head, cut, over_budget=fixed + kept > self.high)
         window.budget = self.high
-        current = inp if window.messages is inp.messages else _next_input(inp, window)
+        current = inp if window.messages is inp._messages else _next_input(inp, window)
         return _compose(window, self.strategy._run(current), current)
 
 
 def _compose(total: _Outcome, out: _Outcome, current: _Input) -> _Outcome:
     """``total`` (input → ``current``) followed by ``out`` (``current`` → result)."""
-    if out.messages is current.messages:
+    if out.messages is current._messages:  # unchanged (it is the materialised input)
         if out.budget is not None:
             total.budget = out.budget
         total.over_budget = total.over_budget or out.over_budget
@@ -890,10 +914,17 @@ def _compose(total: _Outcome, out: _Outcome, current: _Input) -> _Outcome:
 
 def _next_input(prev: _Input, out: _Outcome) -> _Input:
     """The log of a step's output, reusing the cached counts of messages it did not touch."""
-    counts = prev.counts()
+    log = prev.log
+    short = prev._counts is None and len(out.messages) * 8 < prev.n
+    counts = None if short else prev.counts()
+
+    def count_of(i: int) -> int:
+        # A short window of a long log looks its counts up one by one (O(log n) each)
+        # rather than fetching every count of the log.
+        return log.tokens(i, i + 1) if counts is None else counts[i]
+
     tokens = [
-        counts[o] if (o is not None and o not in out.changed) else prev.count(m)
+        count_of(o) if (o is not None and o not in out.changed) else prev.count(m)
         for m, o in zip(out.messages, out.origin, strict=True)
     ]
-    log = _core.MessageLog(out.messages, tokens=tokens)
-    return _Input(out.messages, log, prev.counter)
+    return _Input(out.messages, _core.MessageLog(out.messages, tokens=tokens), prev.counter)
