@@ -40,7 +40,7 @@ from ctxtrim import (
 from ctxtrim.strategies import SKIPPED_META_KEY, clip_text
 
 from helpers import agent_session, call, results
-from strategies import histories
+from strategies import broken_histories, histories
 
 
 def chat(turns: int, *, system: bool = True) -> list[Message]:
@@ -557,3 +557,18 @@ def test_every_strategy_keeps_histories_valid_and_is_idempotent(
     report = strategy.describe(history)
     assert report.messages_after == len(out)
     assert report.unchanged == (out is history)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=broken_histories(), drawn=any_strategy())
+def test_broken_histories_get_no_new_violations(
+    history: list[Message], drawn: tuple[ContextStrategy, bool]
+) -> None:
+    """A strategy never breaks a pair the input had intact (a fault the input already had,
+    such as a result before its call, may stay or change kind), and stays idempotent."""
+    strategy, _ = drawn
+    out = strategy(history)
+    faulty = {v.tool_use_id for v in validate(history)}
+    for v in validate(out):
+        assert v.kind == "non_user_first_turn" or v.tool_use_id in faulty, f"{strategy!r}: {v}"
+    assert strategy(out) == out, repr(strategy)
