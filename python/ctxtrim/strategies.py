@@ -74,9 +74,13 @@ class InvalidStrategy(CtxtrimError, ValueError):
 class TrimReport:
     """What applying a strategy to a history drops or changes (``strategy.describe``).
 
-    Indices refer to the input. ``dropped_turns`` counts the real user messages (turn
-    starts) dropped. ``over_budget`` is true when a token budget applies and even the minimum
-    a strategy keeps (the pinned head plus the newest round) is over it.
+    ``dropped`` and ``changed`` are input indices (``changed``: kept but rewritten in place,
+    e.g. a clipped tool result); ``dropped_messages`` and ``changed_messages`` are their
+    sizes; ``inserted`` counts messages the strategy made (a placeholder);
+    ``dropped_turns`` counts the real user messages (turn starts) dropped. ``over_budget``
+    is true when a token budget applies and even the minimum a strategy keeps (the pinned
+    head plus the newest round) is over it. Plain fields, so ``dataclasses.asdict`` gives
+    a JSON-ready dict.
     """
 
     strategy: str
@@ -84,22 +88,14 @@ class TrimReport:
     messages_after: int
     dropped: tuple[int, ...]
     changed: tuple[int, ...]
+    dropped_messages: int
+    changed_messages: int
     inserted: int
     dropped_turns: int
     tokens_before: int
     tokens_after: int
     budget: int | None = None
     over_budget: bool = False
-
-    @property
-    def dropped_messages(self) -> int:
-        """How many input messages are not in the output."""
-        return len(self.dropped)
-
-    @property
-    def changed_messages(self) -> int:
-        """How many kept messages were rewritten in place (clipped, cleared)."""
-        return len(self.changed)
 
     @property
     def unchanged(self) -> bool:
@@ -290,6 +286,8 @@ def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
         messages_after=len(out.messages),
         dropped=dropped,
         changed=tuple(sorted(out.changed)),
+        dropped_messages=len(dropped),
+        changed_messages=len(out.changed),
         inserted=sum(1 for o in out.origin if o is None),
         dropped_turns=sum(1 for i in dropped if msgs[i].is_real_user),
         tokens_before=tokens_before,
