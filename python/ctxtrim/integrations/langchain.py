@@ -210,6 +210,7 @@ def trim_messages(
         return _first(msgs, log, max_tokens, count_list, allow_partial, end_on, text_splitter)
     return _last(
         msgs,
+        skeletons,
         log,
         max_tokens,
         count_list,
@@ -255,8 +256,42 @@ def _first(
     return out
 
 
+def _fit(log: MessageLog, budget: int, floor: int, end: int) -> int:
+    """The smallest safe cut in ``[floor, end]`` whose ``[cut, end)`` is within ``budget``
+    (``end`` when none is). The core's ``fit_budget`` answers the budget question in
+    O(log n) but, over budget, keeps the newest round whole; langchain keeps any fitting
+    suffix, so from there the search walks forward over safe cuts."""
+    c = max(log.fit_budget(budget, floor=floor, end=end)[0], floor)
+    while c < end and (not log.is_safe_cut(c) or log.tokens(c, end) > budget):
+        c = log.safe_cut_at_or_after(c + 1)
+    return min(c, end)
+
+
+def _answered_after(msgs: list[BaseMessage]) -> list[int]:
+    """``out[e]``: 1 + the index of the last call before ``e`` answered at or after ``e``
+    (0 if none) — a window ending at ``e`` must start after it, or it keeps a call whose
+    result it drops."""
+    n = len(msgs)
+    latest: dict[str, int] = {}
+    last_answer = [-1] * n
+    for j, m in enumerate(msgs):
+        if isinstance(m, ToolMessage):
+            i = latest.get(m.tool_call_id)
+            if i is not None:
+                last_answer[i] = j
+        elif isinstance(m, AIMessage):
+            for tc in m.tool_calls:
+                if tc.get("id"):
+                    latest[tc["id"]] = j
+    out = [0] * (n + 1)
+    for e in range(n + 1):
+        out[e] = max((i + 1 for i in range(e) if last_answer[i] >= e), default=0)
+    return out
+
+
 def _last(
     msgs: list[BaseMessage],
+    skeletons: list[Message],
     log: MessageLog,
     max_tokens: int,
     count: Callable[[list[BaseMessage]], int],
@@ -267,71 +302,95 @@ def _last(
     text_splitter: Any,
 ) -> list[BaseMessage]:
     n = len(msgs)
-    # end_on drops trailing messages, at safe ends only (never a call without its results).
-    e = n
-    if end_on is not None:
-        while e > 0 and not (_is_type(msgs[e - 1], end_on) and log.is_safe_cut(e)):
-            e -= 1
     head: list[BaseMessage] = []
     floor = 0
     if include_system and isinstance(msgs[0], SystemMessage):
         head, floor = [msgs[0]], 1
-    e = max(e, floor)
     budget = max_tokens - (log.tokens(0, floor) if floor else 0)
-
-    def starts(c: int) -> bool:
-        return c == e or (log.is_safe_cut(c) and (start_on is None or _is_type(msgs[c], start_on)))
-
-    def window(c: int) -> list[BaseMessage]:
-        return [*head, *msgs[c:e]]
-
-    c, _, fits = log.fit_budget(max(budget, 0), floor=floor, end=e)
-    c = max(c, floor) if fits else e
-    while c < e and not (starts(c) and count(window(c)) <= max_tokens):
-        c += 1
-    out = window(c)
-    if c == e and start_on is not None and e > floor:
-        pinned = _pinned_task(msgs, log, floor, e, budget, start_on, head, max_tokens, count)
-        if pinned is not None:
-            return pinned
-    if allow_partial and c > floor:
-        part = _partial(msgs[c - 1], max_tokens - count(out), count, "last", text_splitter)
-        if part is not None and (start_on is None or _is_type(part, start_on)):
-            trial = [*head, part, *msgs[c:e]]
-            if count(trial) <= max_tokens:
-                out = trial
-    if budget < 0 and head:
-        return []  # the system message alone is over the budget, as langchain
+    if budget < 0:
+        return list(head)  # langchain keeps the system message even when it alone is over
+    # end_on drops trailing messages (langchain: up to the last match). A window ending
+    # there must not keep a call whose result is dropped; if no window can, the previous
+    # match is tried rather than returning nothing.
+    ends = (
+        [n] if end_on is None else [e for e in range(n, floor, -1) if _is_type(msgs[e - 1], end_on)]
+    )
+    after = _answered_after(msgs) if end_on is not None else None
+    out = list(head)
+    for e in ends:
+        sub = (
+            log
+            if e == n
+            else MessageLog(
+                skeletons[:e], tokens=_segment_counts(msgs[:e], MessageLog(skeletons[:e]), count)
+            )
+        )
+        lo = max(floor, after[e] if after is not None else 0)
+        found = _window(msgs, sub, head, lo, e, budget, max_tokens, count, start_on)
+        if found is None and start_on is not None:
+            found = _pinned_task(msgs, sub, head, lo, e, budget, max_tokens, count, start_on)
+        if found is None:
+            continue
+        c, out = found
+        if allow_partial and c > lo:
+            part = _partial(msgs[c - 1], max_tokens - count(out), count, "last", text_splitter)
+            if part is not None and (start_on is None or _is_type(part, start_on)):
+                trial = [*head, part, *out[len(head) :]]
+                if count(trial) <= max_tokens:
+                    out = trial
+        return out
     return out
+
+
+def _window(
+    msgs: list[BaseMessage],
+    log: MessageLog,
+    head: list[BaseMessage],
+    lo: int,
+    e: int,
+    budget: int,
+    max_tokens: int,
+    count: Callable[[list[BaseMessage]], int],
+    start_on: _MessageType | None,
+) -> tuple[int, list[BaseMessage]] | None:
+    """The longest fitting pair-safe window ``[c, e)`` with ``c >= lo`` (None if empty)."""
+    c = _fit(log, max(budget, 0), lo, e)
+    while c < e:
+        if start_on is None or _is_type(msgs[c], start_on):
+            out = [*head, *msgs[c:e]]
+            if count(out) <= max_tokens:
+                return c, out
+        c = log.safe_cut_at_or_after(c + 1)
+    return None
 
 
 def _pinned_task(
     msgs: list[BaseMessage],
     log: MessageLog,
-    floor: int,
+    head: list[BaseMessage],
+    lo: int,
     e: int,
     budget: int,
-    start_on: _MessageType,
-    head: list[BaseMessage],
     max_tokens: int,
     count: Callable[[list[BaseMessage]], int],
-) -> list[BaseMessage] | None:
+    start_on: _MessageType,
+) -> tuple[int, list[BaseMessage]] | None:
     """The first ``start_on`` message (the task) plus the newest safe suffix after it that
     fits, instead of langchain's collapse to the system message alone."""
     task = next(
-        (i for i in range(floor, e) if _is_type(msgs[i], start_on) and log.is_safe_cut(i)), None
+        (i for i in range(lo, e) if _is_type(msgs[i], start_on) and log.is_safe_cut(i)), None
     )
     if task is None:
         return None
+    # A matching message that starts a safe window and has no calls: its own segment.
     rest = budget - log.tokens(task, task + 1)
-    if rest < 0:
+    if rest < 0 or not log.is_safe_cut(task + 1):
         return None
-    c, _, fits = log.fit_budget(rest, floor=task + 1, end=e)
-    c = max(c, task + 1) if fits else e
+    c = _fit(log, rest, task + 1, e)
     while True:
         out = [*head, msgs[task], *msgs[c:e]]
-        if count(out) <= max_tokens and (c == e or log.is_safe_cut(c)):
-            return out
+        if count(out) <= max_tokens:
+            return lo, out  # (no partial message before a pinned task)
         if c >= e:
             return None
         c = log.safe_cut_at_or_after(c + 1)
