@@ -267,26 +267,27 @@ def _fit(log: MessageLog, budget: int, floor: int, end: int) -> int:
     return min(c, end)
 
 
-def _answered_after(msgs: list[BaseMessage]) -> list[int]:
-    """``out[e]``: 1 + the index of the last call before ``e`` answered at or after ``e``
-    (0 if none) — a window ending at ``e`` must start after it, or it keeps a call whose
-    result it drops."""
-    n = len(msgs)
+def _last_answers(msgs: list[BaseMessage]) -> list[int]:
+    """``out[i]``: the index of the last message answering a call of message ``i`` (-1)."""
     latest: dict[str, int] = {}
-    last_answer = [-1] * n
+    out = [-1] * len(msgs)
     for j, m in enumerate(msgs):
         if isinstance(m, ToolMessage):
             i = latest.get(m.tool_call_id)
             if i is not None:
-                last_answer[i] = j
+                out[i] = j
         elif isinstance(m, AIMessage):
             for tc in m.tool_calls:
-                if tc.get("id"):
-                    latest[tc["id"]] = j
-    out = [0] * (n + 1)
-    for e in range(n + 1):
-        out[e] = max((i + 1 for i in range(e) if last_answer[i] >= e), default=0)
+                cid = tc.get("id")
+                if cid:
+                    latest[cid] = j
     return out
+
+
+def _start_floor(last_answers: list[int], e: int) -> int:
+    """1 + the last call before ``e`` answered at or after ``e`` (0 if none): a window
+    ending at ``e`` starting earlier would keep a call whose result it drops."""
+    return max((i + 1 for i in range(e) if last_answers[i] >= e), default=0)
 
 
 def _last(
@@ -315,7 +316,7 @@ def _last(
     ends = (
         [n] if end_on is None else [e for e in range(n, floor, -1) if _is_type(msgs[e - 1], end_on)]
     )
-    after = _answered_after(msgs) if end_on is not None else None
+    answers = _last_answers(msgs) if end_on is not None else None
     out = list(head)
     for e in ends:
         sub = (
@@ -325,7 +326,7 @@ def _last(
                 skeletons[:e], tokens=_segment_counts(msgs[:e], MessageLog(skeletons[:e]), count)
             )
         )
-        lo = max(floor, after[e] if after is not None else 0)
+        lo = max(floor, _start_floor(answers, e) if answers is not None else 0)
         found = _window(msgs, sub, head, lo, e, budget, max_tokens, count, start_on)
         if found is None and start_on is not None:
             found = _pinned_task(msgs, sub, head, lo, e, budget, max_tokens, count, start_on)
