@@ -477,7 +477,8 @@ class HeadAndTail(_CutStrategy):
     (so the tail keeps a call with its results) — and the head always covers the pinned
     head. Run again on a longer history holding its own placeholder, it skips further
     messages after the placeholder and adds them to the count, so the count stays true.
-    ``placeholder`` is formatted with ``skipped=<count>``.
+    ``placeholder`` is formatted with ``skipped=<count>``. There is no ``start_with_user``
+    option: the head is the conversation's own start, and the placeholder a user message.
     """
 
     def __init__(
@@ -487,9 +488,8 @@ class HeadAndTail(_CutStrategy):
         *,
         placeholder: str = "[{skipped} earlier messages skipped]",
         pin_task: bool = True,
-        start_with_user: bool = True,
     ) -> None:
-        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        super().__init__(pin_task=pin_task, start_with_user=True)
         self.head = _check_int("head", head, 0)
         self.tail = _check_int("tail", tail, 1)
         if not isinstance(placeholder, str) or "{skipped}" not in placeholder:
