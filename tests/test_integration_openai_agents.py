@@ -1,0 +1,194 @@
+"""ctxtrim.integrations.openai_agents against the real openai-agents SDK: the session's
+``get_items(limit)`` and the input callback never hand the runner an orphan
+``function_call_output`` (peers.md §4.6), items round-trip exactly on any ctxtrim store,
+and where SQLiteSession's window is pair-safe both return the same items."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip(
+    "agents", reason="openai-agents not installed: pip install 'ctxtrim[openai-agents]'"
+)
+
+from agents import SQLiteSession
+from agents.memory import Session, SessionSettings
+from agents.run_internal.session_persistence import prepare_input_with_session
+
+from ctxtrim import SQLiteContextStore
+from ctxtrim._core import message_tokens
+from ctxtrim.integrations.openai_agents import (
+    CtxtrimSession,
+    item_to_message,
+    trim_input,
+)
+
+
+def fc(i: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": i, "name": "f", "arguments": "{}"}
+
+
+def fo(i: str, output: str = "ok") -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": i, "output": output}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+PEER_ITEMS = [user("q1"), fc("c1"), fo("c1"), fc("c2"), fo("c2")]
+
+
+def pair_problems(items: list[dict[str, Any]], source: list[dict[str, Any]]) -> list[str]:
+    answered = {it["call_id"] for it in source if it.get("type") == "function_call_output"}
+    calls: set[str] = set()
+    outputs: set[str] = set()
+    problems = []
+    for it in items:
+        if it.get("type") == "function_call":
+            calls.add(it["call_id"])
+        elif it.get("type") == "function_call_output":
+            if it["call_id"] not in calls:
+                problems.append(f"orphan output {it['call_id']}")
+            outputs.add(it["call_id"])
+    return problems + [f"call {c} without output" for c in (calls & answered) - outputs]
+
+
+def test_is_an_openai_agents_session() -> None:
+    assert isinstance(CtxtrimSession(session_id="s"), Session)
+
+
+def test_get_items_limit_never_returns_an_orphan_output() -> None:
+    async def main() -> None:
+        theirs = SQLiteSession("s1")
+        ours = CtxtrimSession(session_id="s1")
+        for s in (theirs, ours):
+            await s.add_items(PEER_ITEMS)
+        assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # §4.6
+        for limit in range(1, 7):
+            got = await ours.get_items(limit=limit)
+            assert pair_problems(got, PEER_ITEMS) == []
+            assert len(got) <= limit
+            assert got == PEER_ITEMS[len(PEER_ITEMS) - len(got) :]
+        assert await ours.get_items(limit=3) == PEER_ITEMS[3:]
+        # session_settings.limit is honoured like the SDK's sessions do.
+        limited = CtxtrimSession(ours.store, session_settings=SessionSettings(limit=3))
+        assert await limited.get_items() == PEER_ITEMS[3:]
+
+    asyncio.run(main())
+
+
+def test_runner_input_through_the_callback_has_no_orphan() -> None:
+    async def main() -> None:
+        theirs = SQLiteSession("s1")
+        await theirs.add_items(PEER_ITEMS)
+        prepared, _ = await prepare_input_with_session(
+            "next", theirs, lambda history, new: history[-3:] + new
+        )
+        assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # §4.6
+
+        big = [user("task"), fc("c1"), fo("c1", "x " * 400), fc("c2"), fo("c2", "y " * 400)]
+        ours = CtxtrimSession(session_id="s1")
+        await ours.add_items(big)
+        for budget in (50, 300, 600, 5000):
+            prepared, _ = await prepare_input_with_session("next", ours, trim_input(budget))
+            assert pair_problems(prepared, big) == []
+            assert prepared[-1] == {"role": "user", "content": "next"}
+            assert prepared[0] == user("task")  # the task is pinned
+        # A budget that holds the task, the newest call with its output and the new input.
+        want = [user("task"), fc("c2"), fo("c2", "y " * 400), user("next")]
+        budget = sum(message_tokens(item_to_message(it)) for it in want)
+        small, _ = await prepare_input_with_session("next", ours, trim_input(budget))
+        assert small == want
+        # One token less, and the newest pair goes whole, not half.
+        smaller, _ = await prepare_input_with_session("next", ours, trim_input(budget - 1))
+        assert pair_problems(smaller, big) == [] and len(smaller) < len(want)
+        everything, _ = await prepare_input_with_session("next", ours, trim_input(5000))
+        assert everything[:-1] == big
+
+    asyncio.run(main())
+
+
+def test_items_round_trip_exactly_with_pop_and_clear() -> None:
+    items: list[dict[str, Any]] = [
+        {"role": "system", "content": "be terse"},
+        user("find it"),
+        {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "hm"}]},
+        {**fc("c1"), "id": "fc_1", "status": "completed"},
+        fo("c1"),
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "found", "annotations": []}],
+        },
+    ]
+
+    async def main() -> None:
+        s = CtxtrimSession(session_id="rt")
+        await s.add_items(items)
+        assert await s.get_items() == items
+        assert await s.pop_item() == items[-1]
+        assert await s.get_items() == items[:-1]
+        await s.clear_session()
+        assert await s.get_items() == [] and await s.pop_item() is None
+
+    asyncio.run(main())
+
+
+def test_session_on_a_sqlite_store_survives_reopening(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = await SQLiteContextStore.open(tmp_path / "s.db", "user-1")
+        await CtxtrimSession(store).add_items(PEER_ITEMS)
+        await store.close()
+        again = await SQLiteContextStore.open(tmp_path / "s.db", "user-1")
+        session = CtxtrimSession(again)
+        assert session.session_id == "user-1"
+        assert await session.get_items() == PEER_ITEMS
+        assert await session.get_items(limit=3) == PEER_ITEMS[3:]
+        await again.close()
+
+    asyncio.run(main())
+
+
+@st.composite
+def item_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [user("task")]
+    k = 0
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["text", "calls", "user"]))
+        if kind == "text":
+            out.append({"role": "assistant", "content": [{"type": "output_text", "text": "a"}]})
+        elif kind == "user":
+            out.append(user("more"))
+        else:
+            ids = [f"c{k + j}" for j in range(draw(st.integers(1, 3)))]
+            k += len(ids)
+            out += [fc(i) for i in ids] + [fo(i) for i in ids]
+    return out
+
+
+@given(item_histories(), st.integers(1, 12))
+@settings(max_examples=60, deadline=None)
+def test_equal_to_sqlite_session_where_its_window_is_pair_safe(
+    items: list[dict[str, Any]], limit: int
+) -> None:
+    async def main() -> tuple[list[Any], list[Any]]:
+        theirs = SQLiteSession("p")
+        ours = CtxtrimSession(session_id="p")
+        for s in (theirs, ours):
+            await s.add_items(items)
+        return await theirs.get_items(limit=limit), await ours.get_items(limit=limit)
+
+    theirs, ours = asyncio.run(main())
+    assert pair_problems(ours, items) == []
+    assume(pair_problems(theirs, items) == [])
+    assert ours == theirs
