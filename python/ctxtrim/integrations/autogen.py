@@ -227,7 +227,6 @@ class HeadAndTailChatCompletionContext(
             tail_size,
             placeholder="Skipped {skipped} messages.",
             pin_task=False,
-            start_with_user=False,
         )
 
     async def get_messages(self) -> list[LLMMessage]:
