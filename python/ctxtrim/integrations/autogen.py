@@ -306,11 +306,16 @@ class TokenLimitedChatCompletionContext(
 
     async def get_messages(self) -> list[LLMMessage]:
         msgs = list(self._messages)
-        window = self._window()
-        if not msgs or self._tokens(msgs) <= window:
+        if not msgs:
             return msgs
+        window = self._window()
         log = self._mirror.sync(msgs)
-        budget = max(window - self._tokens([]), 1)  # per-message counts exclude the tools
+        fixed = self._tokens([])  # the tools' share; per-message counts exclude it
+        # The cached per-message counts decide; the client then checks only what is kept
+        # (bounded by the limit), never the whole history: O(kept) client work per view.
+        if log.total_tokens + fixed <= window and self._tokens(msgs) <= window:
+            return msgs
+        budget = max(window - fixed, 1)
         strategy = FitContextWindow(budget, pin_task=self._pin_task, start_with_user=False)
         picked = [p for p in select(strategy, log) if isinstance(p, int)]
         kept = shrink_until(

@@ -33,6 +33,7 @@ Deliberate differences from langchain-core (docs/design.md, "Integrations"):
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
@@ -59,6 +60,12 @@ __all__ = ["to_skeleton", "trim_messages"]
 _MessageType = str | type[BaseMessage] | Sequence[str | type[BaseMessage]]
 
 
+# Skeletons without tool ids carry nothing per message: one shared object each.
+_USER = Message.user("")
+_AI = Message.assistant("")
+_SYSTEM = Message.system("")
+
+
 def to_skeleton(message: BaseMessage, i: int = 0) -> Message:
     """The ctxtrim skeleton of one langchain message: its role and tool-call ids."""
     role = message.type
@@ -66,19 +73,20 @@ def to_skeleton(message: BaseMessage, i: int = 0) -> Message:
         role = {"user": "human", "assistant": "ai"}.get(message.role, message.role)
     if isinstance(message, ToolMessage) or role in ("tool", "function"):
         cid = getattr(message, "tool_call_id", None) or f"\x00lc-{i}"
-        return Message.tool_results([ToolResultBlock(cid, "")])
+        return Message("user", (ToolResultBlock(cid, ""),))
     if isinstance(message, AIMessage) and message.tool_calls:
-        return Message.assistant(
-            tool_uses=[
+        return Message(
+            "assistant",
+            tuple(
                 ToolUseBlock(tc.get("id") or f"\x00lc-{i}-{j}", tc.get("name") or "?", {})
                 for j, tc in enumerate(message.tool_calls)
-            ]
+            ),
         )
     if role == "ai":
-        return Message.assistant("")
+        return _AI
     if role in ("system", "developer"):
-        return Message.system("")
-    return Message.user("")
+        return _SYSTEM
+    return _USER
 
 
 def _is_type(message: BaseMessage, type_: _MessageType) -> bool:
@@ -160,7 +168,12 @@ def _partial(
 
 
 def _segment_counts(
-    msgs: list[BaseMessage], log: MessageLog, count: Callable[[list[BaseMessage]], int]
+    msgs: list[BaseMessage],
+    log: MessageLog,
+    count: Callable[[list[BaseMessage]], int],
+    *,
+    from_end: bool,
+    limit: int,
 ) -> list[int]:
     """Token counts for the log, one counter call per pair-closed segment.
 
@@ -168,14 +181,29 @@ def _segment_counts(
     consecutive safe cuts (a call together with its results), in order: a counter never
     sees a ``ToolMessage`` without its ``AIMessage`` (providers' counting endpoints reject
     that), and the whole count is attributed to the segment's first message.
+
+    Only what can be kept is counted: segments are counted from the end (``"last"``) or the
+    start (``"first"``) until ``limit`` is passed; every segment beyond is priced
+    ``limit + 1``, so no window within the limit can hold it. The first segment (a system
+    message, the head ``include_system`` keeps) is always counted.
     """
     n = len(msgs)
+    cuts = [0, *(i for i in range(1, n) if log.is_safe_cut(i)), n]
+    segments = list(itertools.pairwise(cuts))
     tokens = [0] * n
-    start = 0
-    for i in range(1, n + 1):
-        if i == n or log.is_safe_cut(i):
-            tokens[start] = int(count(msgs[start:i]))
-            start = i
+    if not segments:
+        return tokens
+    order = segments[::-1] if from_end else segments
+    total = 0
+    for a, b in order:
+        if total > limit:
+            tokens[a] = limit + 1
+            continue
+        tokens[a] = int(count(msgs[a:b]))
+        total += tokens[a]
+    a0, b0 = segments[0]
+    if tokens[a0] == limit + 1:
+        tokens[a0] = int(count(msgs[a0:b0]))
     return tokens
 
 
@@ -205,7 +233,11 @@ def trim_messages(
     if not msgs:
         return []
     skeletons = [to_skeleton(m, i) for i, m in enumerate(msgs)]
-    log = MessageLog(skeletons, tokens=_segment_counts(msgs, MessageLog(skeletons), count_list))
+    bare = MessageLog(skeletons)
+    counts = _segment_counts(
+        msgs, bare, count_list, from_end=strategy == "last", limit=max(max_tokens, 0)
+    )
+    log = MessageLog(skeletons, tokens=counts)
     if strategy == "first":
         return _first(msgs, log, max_tokens, count_list, allow_partial, end_on, text_splitter)
     return _last(
@@ -308,14 +340,16 @@ def _last(
     if include_system and isinstance(msgs[0], SystemMessage):
         head, floor = [msgs[0]], 1
     budget = max_tokens - (log.tokens(0, floor) if floor else 0)
-    if budget < 0:
-        return list(head)  # langchain keeps the system message even when it alone is over
     # end_on drops trailing messages (langchain: up to the last match). A window ending
     # there must not keep a call whose result is dropped; if no window can, the previous
     # match is tried rather than returning nothing.
     ends = (
         [n] if end_on is None else [e for e in range(n, floor, -1) if _is_type(msgs[e - 1], end_on)]
     )
+    if not ends:
+        return []  # langchain applies end_on first: nothing matches, nothing is left
+    if budget < 0:
+        return list(head)  # langchain keeps the system message even when it alone is over
     answers = _last_answers(msgs) if end_on is not None else None
     out = list(head)
     for e in ends:
@@ -323,7 +357,10 @@ def _last(
             log
             if e == n
             else MessageLog(
-                skeletons[:e], tokens=_segment_counts(msgs[:e], MessageLog(skeletons[:e]), count)
+                skeletons[:e],
+                tokens=_segment_counts(
+                    msgs[:e], MessageLog(skeletons[:e]), count, from_end=True, limit=max_tokens
+                ),
             )
         )
         lo = max(floor, _start_floor(answers, e) if answers is not None else 0)
@@ -383,9 +420,12 @@ def _pinned_task(
     )
     if task is None:
         return None
-    # A matching message that starts a safe window and has no calls: its own segment.
-    rest = budget - log.tokens(task, task + 1)
-    if rest < 0 or not log.is_safe_cut(task + 1):
+    if not log.is_safe_cut(task + 1):
+        return None
+    # The task is a segment of its own; counted here, as the log prices far-away segments
+    # only as "too big".
+    rest = budget - int(count([msgs[task]]))
+    if rest < 0:
         return None
     c = _fit(log, rest, task + 1, e)
     while True:
