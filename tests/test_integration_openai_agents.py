@@ -17,9 +17,24 @@ pytest.importorskip(
     "agents", reason="openai-agents not installed: pip install 'ctxtrim[openai-agents]'"
 )
 
-from agents import SQLiteSession
+from agents import (
+    Agent,
+    Model,
+    ModelResponse,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    Usage,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.memory import Session, SessionSettings
 from agents.run_internal.session_persistence import prepare_input_with_session
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from ctxtrim import SQLiteContextStore
 from ctxtrim._core import message_tokens
@@ -192,3 +207,68 @@ def test_equal_to_sqlite_session_where_its_window_is_pair_safe(
     assert pair_problems(ours, items) == []
     assume(pair_problems(theirs, items) == [])
     assert ours == theirs
+
+
+# -- the SDK's own usage pattern: Runner.run with a session over several turns ---------------
+
+
+class ScriptedModel(Model):
+    """An agents ``Model`` (the SDK's interface, offline): calls ``lookup`` once per turn,
+    then answers; records the input the runner sends each time."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[dict[str, Any]]] = []
+
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
+        items = [dict(it) for it in input] if isinstance(input, list) else [user(input)]
+        self.inputs.append(items)
+        n = len(self.inputs)
+        if items[-1].get("type") == "function_call_output":
+            out: Any = ResponseOutputMessage(
+                id=f"msg_{n}",
+                type="message",
+                role="assistant",
+                status="completed",
+                content=[ResponseOutputText(type="output_text", text="done", annotations=[])],
+            )
+        else:
+            out = ResponseFunctionToolCall(
+                type="function_call", call_id=f"call_{n}", name="lookup", arguments='{"q": "x"}'
+            )
+        return ModelResponse(output=[out], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
+    set_tracing_disabled(True)
+    model = ScriptedModel()
+
+    @function_tool
+    def lookup(q: str) -> str:
+        return "result " * 100
+
+    agent = Agent(name="a", instructions="be terse", model=model, tools=[lookup])
+    session = CtxtrimSession(session_id="runner")
+    config = RunConfig(session_input_callback=trim_input(600))
+
+    async def main() -> None:
+        for turn in range(8):
+            result = await Runner.run(agent, f"question {turn}", session=session, run_config=config)
+            assert result.final_output == "done"
+
+    asyncio.run(main())
+    stored = asyncio.run(session.get_items())
+    assert len(stored) == 8 * 4  # question, call, output, answer per turn: all persisted
+    for sent in model.inputs:
+        assert pair_problems(sent, stored) == []
+    # What the callback sends at the start of each turn is within the budget (by the same
+    # estimate), and the oldest turns are gone from the last one while all are stored.
+    for sent in model.inputs:
+        if sent[-1].get("role") == "user":
+            assert sum(message_tokens(item_to_message(it)) for it in sent) <= 600
+    assert {"role": "user", "content": "question 1"} not in model.inputs[-1]
+    assert model.inputs[-1][0] == user("question 0")  # the task stays pinned
