@@ -15,7 +15,7 @@ use crate::meta::{Meta, Role};
 use crate::tokens::TokenTally;
 
 /// The message and block classes of `ctxtrim.messages`.
-struct Classes {
+pub struct Classes {
     message: Py<PyType>,
     text: Py<PyType>,
     image: Py<PyType>,
@@ -107,20 +107,42 @@ fn tally_result_content(
     Ok(())
 }
 
-/// The facts the core needs about one message. `tokens` overrides the estimate (an exact
-/// counter's count); `path` prefixes error paths (e.g. `"messages[3]"`).
-pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyResult<Meta> {
+/// Check that `msg` is a `ctxtrim.Message` (the exact class: messages validate themselves at
+/// construction, so this is all a log needs to check before accepting one).
+pub fn check_message<'py>(msg: &Bound<'py, PyAny>, path: &str) -> PyResult<&'py Classes> {
     let py = msg.py();
     let c = classes(py)?;
-    if !msg.get_type().is(c.message.bind(py)) {
-        return Err(invalid_message(
+    if msg.get_type().is(c.message.bind(py)) {
+        Ok(c)
+    } else {
+        Err(invalid_message(
             format!(
                 "expected a ctxtrim.Message, got {}",
                 msg.get_type().name()?.to_str()?
             ),
             path,
-        ));
+        ))
     }
+}
+
+/// The facts about a message already accepted by [`check_message`]. Reading a validated,
+/// frozen message cannot fail; if its fields were forced to garbage behind the API's back,
+/// it is indexed as an opaque user message of `MESSAGE_OVERHEAD` tokens rather than
+/// poisoning every later query.
+pub fn indexed_meta(msg: &Bound<'_, PyAny>, tokens: Option<u32>) -> Meta {
+    meta_of(msg, tokens, "message").unwrap_or_else(|_| {
+        Meta::new(
+            Role::User,
+            tokens.unwrap_or(crate::tokens::MESSAGE_OVERHEAD),
+        )
+    })
+}
+
+/// The facts the core needs about one message. `tokens` overrides the estimate (an exact
+/// counter's count); `path` prefixes error paths (e.g. `"messages[3]"`).
+pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyResult<Meta> {
+    let py = msg.py();
+    let c = check_message(msg, path)?;
     let role = role_of(&msg.getattr(intern!(py, "role"))?)
         .ok_or_else(|| invalid_message("unknown role", format!("{path}.role")))?;
     let mut tally = TokenTally::new();
@@ -177,29 +199,60 @@ pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyRes
     Ok(meta)
 }
 
+/// A sequence of messages (list, tuple or iterable), each checked with [`check_message`],
+/// with their optional per-message token counts. Either all pass, or an error naming
+/// `messages[i]` is returned.
+pub fn messages_of(
+    messages: &Bound<'_, PyAny>,
+    tokens: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<(Py<PyAny>, Option<u32>)>> {
+    let items = items_of(messages)?;
+    let counts = counts_of(tokens, items.len())?;
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            check_message(&item, &format!("messages[{i}]"))?;
+            Ok((
+                item.unbind(),
+                counts.as_ref().and_then(|c| c.get(i).copied()),
+            ))
+        })
+        .collect()
+}
+
+fn items_of<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(list) = messages.cast::<PyList>() {
+        Ok(list.iter().collect())
+    } else if let Ok(tuple) = messages.cast::<PyTuple>() {
+        Ok(tuple.iter().collect())
+    } else {
+        messages.try_iter()?.collect()
+    }
+}
+
+fn counts_of(tokens: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Option<Vec<u32>>> {
+    let counts: Option<Vec<u32>> = tokens.map(|t| t.extract()).transpose()?;
+    if let Some(counts) = &counts {
+        if counts.len() != n {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "tokens has {} counts for {} messages",
+                counts.len(),
+                n
+            )));
+        }
+    }
+    Ok(counts)
+}
+
 /// Metas of a sequence of messages (a list or tuple), with optional per-message token counts.
 /// Paths are `messages[i]…`. Either all convert, or an error is returned and nothing is used.
 pub fn metas_of(
     messages: &Bound<'_, PyAny>,
     tokens: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<Py<PyAny>>, Vec<Meta>)> {
-    let items: Vec<Bound<'_, PyAny>> = if let Ok(list) = messages.cast::<PyList>() {
-        list.iter().collect()
-    } else if let Ok(tuple) = messages.cast::<PyTuple>() {
-        tuple.iter().collect()
-    } else {
-        messages.try_iter()?.collect::<PyResult<_>>()?
-    };
-    let counts: Option<Vec<u32>> = tokens.map(|t| t.extract()).transpose()?;
-    if let Some(counts) = &counts {
-        if counts.len() != items.len() {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "tokens has {} counts for {} messages",
-                counts.len(),
-                items.len()
-            )));
-        }
-    }
+    let items = items_of(messages)?;
+    let counts = counts_of(tokens, items.len())?;
     let mut metas = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let count = counts.as_ref().and_then(|c| c.get(i).copied());

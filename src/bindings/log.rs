@@ -1,18 +1,30 @@
 //! `MessageLog`: the Python class over the core's persistent `MessageLog`.
 //!
-//! The core log is a persistent structure whose clone is O(1), so every method takes the
-//! lock only long enough to clone or to push, then works on its own copy with the lock
-//! released: a reader never blocks a writer for longer than an O(1) step, and no lock is
-//! held while Python code runs. A snapshot is a read-only `MessageLog` sharing the entries.
+//! Appends are the hot path of an agent server, so `append` does only what must happen at
+//! once: check that the object is a `ctxtrim.Message` (messages validate themselves at
+//! construction) and queue it. The facts the core needs (role, tokens, tool ids) are read
+//! and indexed in one batch by the next call that needs the index (`flush`); the work per
+//! message is the same, but it is paid by the reader that needs it, once.
+//!
+//! `to_list`/`tail`/`[i]` do not need the index: they read a Python list that mirrors the
+//! log (append-only while installed, replaced — never mutated — by rewrites), so a read is
+//! one list-slice copy. Snapshots and forks share their parent's mirror up to their length.
+//!
+//! Locking: one `parking_lot` mutex per log, taken with `lock_py_attached` (a thread that
+//! must wait for it detaches first, so a GIL holder never blocks on a lock whose owner
+//! needs the GIL). Under the lock run only O(1)/O(log n) core steps, the batch indexing of
+//! queued messages (plain attribute reads), and list appends; O(n) rewrites run on a clone
+//! with the lock released and the GIL detached, then install under the lock.
 
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
-use super::convert::{meta_of, metas_of};
+use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use crate::log::{LogError, MessageLog};
 use crate::turn::TurnId;
@@ -22,47 +34,157 @@ use crate::turn::TurnId;
 type Payload = Arc<Py<PyAny>>;
 type Log = MessageLog<Payload>;
 
+/// The Python list that mirrors the messages, for cheap reads.
+enum Mirror {
+    /// Not built yet (or dropped by a rewrite): the next read builds it from the log.
+    None,
+    /// Ours: holds exactly the log's messages followed by the queued ones; appends extend it.
+    Own(Py<PyList>),
+    /// Another log's mirror whose first `n` items are our first `n` messages (a snapshot or
+    /// fork before its first own write). Valid forever: a mirror is only ever appended to.
+    Shared(Py<PyList>, usize),
+}
+
+struct State {
+    log: Log,
+    /// Accepted but not yet indexed messages, with their exact token counts if given.
+    queued: Vec<(Py<PyAny>, Option<u32>)>,
+    mirror: Mirror,
+}
+
+impl State {
+    fn new(log: Log, mirror: Mirror) -> Self {
+        Self {
+            log,
+            queued: Vec::new(),
+            mirror,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.log.len() + self.queued.len()
+    }
+
+    /// Index the queued messages (read their facts, push them into the core log).
+    fn flush(&mut self, py: Python<'_>) {
+        for (message, tokens) in self.queued.drain(..) {
+            let meta = indexed_meta(message.bind(py), tokens);
+            self.log.push(Arc::new(message), meta);
+        }
+    }
+
+    /// Our mirror list, built or un-shared as needed; it holds exactly `self.len()` items.
+    fn own_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        let list = match std::mem::replace(&mut self.mirror, Mirror::None) {
+            Mirror::Own(list) => list,
+            Mirror::Shared(list, n) => {
+                let own = list.bind(py).get_slice(0, n);
+                let rest = self.log.range(n, self.log.len()).map(|e| &*e.payload);
+                for p in rest.chain(self.queued.iter().map(|(p, _)| p)) {
+                    own.append(p.bind(py))?;
+                }
+                own.unbind()
+            }
+            Mirror::None => {
+                let log = self.log.iter().map(|e| &*e.payload);
+                let queued = self.queued.iter().map(|(p, _)| p);
+                PyList::new(py, log.chain(queued).map(|p| p.bind(py)))?.unbind()
+            }
+        };
+        self.mirror = Mirror::Own(list.clone_ref(py));
+        Ok(list)
+    }
+
+    /// A list whose first `self.len()` items are our messages, for slicing.
+    fn readable_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        match &self.mirror {
+            Mirror::Shared(list, n) if *n == self.len() => Ok(list.clone_ref(py)),
+            _ => self.own_mirror(py),
+        }
+    }
+
+    /// The mirror a snapshot or fork of the current (flushed) state may share.
+    fn shareable_mirror(&self, py: Python<'_>) -> Mirror {
+        match &self.mirror {
+            Mirror::Own(list) => Mirror::Shared(list.clone_ref(py), self.len()),
+            Mirror::Shared(list, n) if *n == self.len() => Mirror::Shared(list.clone_ref(py), *n),
+            _ => Mirror::None,
+        }
+    }
+}
+
 /// An append-only, copy-on-write log of messages with the facts trimming needs.
 #[pyclass(frozen, name = "MessageLog", module = "ctxtrim._core")]
 pub struct PyMessageLog {
-    inner: RwLock<Log>,
+    inner: Mutex<State>,
     read_only: bool,
 }
 
 impl PyMessageLog {
-    fn new_from(log: Log, read_only: bool) -> Self {
+    fn new_from(state: State, read_only: bool) -> Self {
         Self {
-            inner: RwLock::new(log),
+            inner: Mutex::new(state),
             read_only,
         }
     }
 
-    /// An O(1) copy of the current state.
-    fn current(&self) -> Log {
-        self.inner.read().clone()
+    fn state(&self, py: Python<'_>) -> MutexGuard<'_, State> {
+        self.inner.lock_py_attached(py)
+    }
+
+    /// The core log with every queued message indexed, under the lock.
+    fn indexed(&self, py: Python<'_>) -> MappedMutexGuard<'_, Log> {
+        let mut state = self.state(py);
+        state.flush(py);
+        MutexGuard::map(state, |s| &mut s.log)
+    }
+
+    /// A read-only or writable O(1) copy of the current state, sharing the mirror.
+    fn copy(&self, py: Python<'_>, read_only: bool) -> Self {
+        let mut state = self.state(py);
+        state.flush(py);
+        let copy = State::new(state.log.clone(), state.shareable_mirror(py));
+        Self::new_from(copy, read_only)
+    }
+
+    /// `[start, end)` of the messages as a new list: one slice of the mirror.
+    fn slice<'py>(
+        &self,
+        py: Python<'py>,
+        start: usize,
+        end: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let (list, len) = {
+            let mut state = self.state(py);
+            (state.readable_mirror(py)?, state.len())
+        };
+        // Sliced outside the lock: the list is only ever appended to, so its first `len`
+        // items stay what they were when the lock was held.
+        let end = end.unwrap_or(len).min(len);
+        Ok(list.bind(py).get_slice(start.min(end), end))
     }
 
     /// Apply an O(n) rewrite (replace_prefix, remove_turn) without holding the lock or the
-    /// GIL while it runs, then install it under the lock in O(appends since).
+    /// GIL while it runs, then install it under the lock in O(messages appended since).
     ///
-    /// Holding a Rust lock across `detach` would deadlock with a thread that waits for the
-    /// lock while attached (../shared/style.md, pitfall 8), hence the optimistic scheme: the
-    /// rewrite runs on a clone; if only appends happened meanwhile, the core replays them
-    /// onto the result; if another rewrite won, the rewrite is run again on the new state.
+    /// The rewrite runs on a clone; messages appended meanwhile wait in the queue, and are
+    /// replayed by the core if they were indexed meanwhile (`catch_up`); if another rewrite
+    /// won, this one runs again on the new state (where a stale `replace_prefix` fails).
     fn rewrite<T: Send>(
         &self,
         py: Python<'_>,
         f: impl Fn(&mut Log) -> Result<T, LogError> + Send + Sync,
     ) -> PyResult<T> {
         loop {
-            let base = self.current();
+            let base = self.indexed(py).clone();
             let mut next = base.clone();
             let out = py.detach(|| f(&mut next)).map_err(|e| log_error(py, e))?;
-            let mut guard = self.inner.write();
-            if next.catch_up(&base, &guard) {
-                let old = std::mem::replace(&mut *guard, next);
-                drop(guard);
-                drop(old);
+            let mut state = self.state(py);
+            if next.catch_up(&base, &state.log) {
+                let old = std::mem::replace(&mut state.log, next);
+                let old_mirror = std::mem::replace(&mut state.mirror, Mirror::None);
+                drop(state);
+                drop((old, old_mirror)); // attached: the references are released now
                 return Ok(out);
             }
         }
@@ -105,53 +227,72 @@ impl PyMessageLog {
     #[new]
     #[pyo3(signature = (messages = None, *, tokens = None))]
     fn py_new(
+        py: Python<'_>,
         messages: Option<&Bound<'_, PyAny>>,
         tokens: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let log = Self::new_from(Log::new(), false);
+        let log = Self::new_from(State::new(Log::new(), Mirror::None), false);
         if let Some(messages) = messages {
-            log.extend(messages, tokens)?;
+            log.extend(py, messages, tokens)?;
         }
         Ok(log)
     }
 
     /// Append one message; `tokens` overrides the estimate. Returns its index.
     #[pyo3(signature = (message, *, tokens = None))]
-    fn append(&self, message: &Bound<'_, PyAny>, tokens: Option<u32>) -> PyResult<usize> {
+    fn append(
+        &self,
+        py: Python<'_>,
+        message: &Bound<'_, PyAny>,
+        tokens: Option<u32>,
+    ) -> PyResult<usize> {
         self.writable()?;
-        let meta = meta_of(message, tokens, "message")?;
-        let payload = Arc::new(message.clone().unbind());
-        Ok(self.inner.write().push(payload, meta))
+        check_message(message, "message")?;
+        let mut state = self.state(py);
+        if let Mirror::Own(list) = &state.mirror {
+            list.bind(py).append(message)?;
+        }
+        state.queued.push((message.clone().unbind(), tokens));
+        Ok(state.len() - 1)
     }
 
     /// Append several messages atomically: all are checked first, then all are added.
     #[pyo3(signature = (messages, *, tokens = None))]
     fn extend(
         &self,
+        py: Python<'_>,
         messages: &Bound<'_, PyAny>,
         tokens: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         self.writable()?;
-        let (objects, metas) = metas_of(messages, tokens)?;
-        self.inner
-            .write()
-            .extend(objects.into_iter().map(Arc::new).zip(metas));
+        let items = messages_of(messages, tokens)?;
+        let mut state = self.state(py);
+        if let Mirror::Own(list) = &state.mirror {
+            for (message, _) in &items {
+                list.bind(py).append(message.bind(py))?;
+            }
+        }
+        state.queued.extend(items);
         Ok(())
     }
 
-    fn __len__(&self) -> usize {
-        self.inner.read().len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.state(py).len()
     }
 
     fn __getitem__(&self, py: Python<'_>, i: isize) -> PyResult<Py<PyAny>> {
-        let log = self.inner.read();
-        let at = index(i, log.len())?;
-        log.get(at)
-            .map(|e| e.payload.clone_ref(py))
+        let state = self.state(py);
+        let at = index(i, state.len())?;
+        let payload = match state.log.get(at) {
+            Some(entry) => Some(&*entry.payload),
+            None => state.queued.get(at - state.log.len()).map(|(m, _)| m),
+        };
+        payload
+            .map(|p| p.clone_ref(py))
             .ok_or_else(|| PyIndexError::new_err("message index out of range"))
     }
 
-    /// The messages `[start, end)` as a new list (reference copies only).
+    /// The messages `[start, end)` as a new list (one list-slice copy).
     #[pyo3(signature = (start = 0, end = None))]
     fn to_list<'py>(
         &self,
@@ -159,27 +300,24 @@ impl PyMessageLog {
         start: usize,
         end: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let log = self.current();
-        let end = end.unwrap_or(log.len()).min(log.len());
-        PyList::new(py, log.range(start, end).map(|e| e.payload.bind(py)))
+        self.slice(py, start, end)
     }
 
     /// The last `limit` messages, or all of them when `limit` is None.
     #[pyo3(signature = (limit = None))]
     fn tail<'py>(&self, py: Python<'py>, limit: Option<usize>) -> PyResult<Bound<'py, PyList>> {
-        let log = self.current();
-        let start = limit.map_or(0, |n| log.len().saturating_sub(n));
-        PyList::new(py, log.range(start, log.len()).map(|e| e.payload.bind(py)))
+        let len = self.state(py).len();
+        self.slice(py, limit.map_or(0, |n| len.saturating_sub(n)), None)
     }
 
     /// An O(1), read-only view of the log as it is now; later writes never show in it.
-    fn snapshot(&self) -> Self {
-        Self::new_from(self.current(), true)
+    fn snapshot(&self, py: Python<'_>) -> Self {
+        self.copy(py, true)
     }
 
     /// An O(1), independent, writable copy sharing the current entries.
-    fn fork(&self) -> Self {
-        Self::new_from(self.current(), false)
+    fn fork(&self, py: Python<'_>) -> Self {
+        self.copy(py, false)
     }
 
     #[getter]
@@ -188,20 +326,21 @@ impl PyMessageLog {
     }
 
     #[getter]
-    fn generation(&self) -> u64 {
-        self.inner.read().generation()
+    fn generation(&self, py: Python<'_>) -> u64 {
+        self.indexed(py).generation()
     }
 
     /// Remove every message and bump the generation.
-    fn clear(&self) -> PyResult<()> {
+    fn clear(&self, py: Python<'_>) -> PyResult<()> {
         self.writable()?;
         // Keep the old entries alive past the lock and drop them here, attached, so their
         // Python references are released now instead of being queued.
         let old = {
-            let mut guard = self.inner.write();
-            let old = guard.clone();
-            guard.clear();
-            old
+            let mut state = self.state(py);
+            state.flush(py);
+            let old = state.log.clone();
+            state.log.clear();
+            (old, std::mem::replace(&mut state.mirror, Mirror::None))
         };
         drop(old);
         Ok(())
@@ -219,8 +358,13 @@ impl PyMessageLog {
         tokens: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         self.writable()?;
-        let (objects, metas) = metas_of(messages, tokens)?;
-        let entries: Vec<(Payload, _)> = objects.into_iter().map(Arc::new).zip(metas).collect();
+        let entries: Vec<(Payload, _)> = messages_of(messages, tokens)?
+            .into_iter()
+            .map(|(m, t)| {
+                let meta = indexed_meta(m.bind(py), t);
+                (Arc::new(m), meta)
+            })
+            .collect();
         self.rewrite(py, move |log| {
             log.replace_prefix(upto, entries.clone(), expected_generation)
         })
@@ -237,38 +381,42 @@ impl PyMessageLog {
 
     /// Estimated tokens of messages `[start, end)` (all by default), from prefix sums.
     #[pyo3(signature = (start = 0, end = None))]
-    fn tokens(&self, start: usize, end: Option<usize>) -> u64 {
-        let log = self.inner.read();
+    fn tokens(&self, py: Python<'_>, start: usize, end: Option<usize>) -> u64 {
+        let log = self.indexed(py);
         log.tokens(start, end.unwrap_or(log.len()))
     }
 
     /// The per-message token counts, in order.
-    fn token_counts(&self) -> Vec<u32> {
-        self.current().iter().map(|e| e.meta.tokens).collect()
+    fn token_counts(&self, py: Python<'_>) -> Vec<u32> {
+        self.indexed(py)
+            .clone()
+            .iter()
+            .map(|e| e.meta.tokens)
+            .collect()
     }
 
     #[getter]
-    fn total_tokens(&self) -> u64 {
-        self.inner.read().total_tokens()
+    fn total_tokens(&self, py: Python<'_>) -> u64 {
+        self.indexed(py).total_tokens()
     }
 
     /// Anchor the estimate to the input tokens the provider reported for the current history.
-    fn calibrate(&self, reported_input_tokens: u64) -> PyResult<()> {
+    fn calibrate(&self, py: Python<'_>, reported_input_tokens: u64) -> PyResult<()> {
         self.writable()?;
-        self.inner.write().calibrate(reported_input_tokens);
+        self.indexed(py).calibrate(reported_input_tokens);
         Ok(())
     }
 
     /// Reported tokens at the last calibration plus the estimate of what came after.
-    fn estimated_context_tokens(&self) -> u64 {
-        self.inner.read().estimated_context_tokens()
+    fn estimated_context_tokens(&self, py: Python<'_>) -> u64 {
+        self.indexed(py).estimated_context_tokens()
     }
 
     // ---- turns --------------------------------------------------------------------------
 
     /// The turn id of message `i`.
-    fn turn_of(&self, i: isize) -> PyResult<super::turn::PyTurnId> {
-        let log = self.inner.read();
+    fn turn_of(&self, py: Python<'_>, i: isize) -> PyResult<super::turn::PyTurnId> {
+        let log = self.indexed(py);
         let at = index(i, log.len())?;
         log.get(at)
             .map(|e| super::turn::PyTurnId(e.turn))
@@ -276,43 +424,49 @@ impl PyMessageLog {
     }
 
     #[getter]
-    fn turn_count(&self) -> u32 {
-        self.inner.read().turn_count()
+    fn turn_count(&self, py: Python<'_>) -> u32 {
+        self.indexed(py).turn_count()
     }
 
     #[getter]
-    fn current_turn(&self) -> u32 {
-        self.inner.read().current_turn()
+    fn current_turn(&self, py: Python<'_>) -> u32 {
+        self.indexed(py).current_turn()
     }
 
     #[getter]
-    fn round_count(&self) -> usize {
-        self.inner.read().round_count()
+    fn round_count(&self, py: Python<'_>) -> usize {
+        self.indexed(py).round_count()
     }
 
     // ---- pair-safe boundary ---------------------------------------------------------------
 
     /// Whether keeping `messages[i:]` separates no tool use from its result.
-    fn is_safe_cut(&self, i: usize) -> bool {
-        self.inner.read().is_safe_cut(i)
+    fn is_safe_cut(&self, py: Python<'_>, i: usize) -> bool {
+        self.indexed(py).is_safe_cut(i)
     }
 
     /// The safe cut nearest `i` at or before it (0 is always safe).
-    fn safe_cut_at_or_before(&self, i: usize) -> usize {
-        self.inner.read().safe_cut_at_or_before(i)
+    fn safe_cut_at_or_before(&self, py: Python<'_>, i: usize) -> usize {
+        self.indexed(py).safe_cut_at_or_before(i)
     }
 
     /// The safe cut nearest `i` at or after it (`len` is always safe).
-    fn safe_cut_at_or_after(&self, i: usize) -> usize {
-        self.inner.read().safe_cut_at_or_after(i)
+    fn safe_cut_at_or_after(&self, py: Python<'_>, i: usize) -> usize {
+        self.indexed(py).safe_cut_at_or_after(i)
     }
 
     /// `(index, kept_tokens, fits)`: the smallest safe cut at or after `floor` whose kept
     /// messages fit `budget`, or the minimum kept (the newest round) with `fits=False`.
     /// With `end`, as if the log ended there.
     #[pyo3(signature = (budget, *, floor = 0, end = None))]
-    fn fit_budget(&self, budget: u64, floor: usize, end: Option<usize>) -> (usize, u64, bool) {
-        let log = self.inner.read();
+    fn fit_budget(
+        &self,
+        py: Python<'_>,
+        budget: u64,
+        floor: usize,
+        end: Option<usize>,
+    ) -> (usize, u64, bool) {
+        let log = self.indexed(py);
         let cut = log.fit_budget_within(budget, floor, end.unwrap_or(usize::MAX));
         (cut.index, cut.kept_tokens, cut.fits)
     }
@@ -323,6 +477,7 @@ impl PyMessageLog {
     #[pyo3(signature = (fixed, high, low, *, floor = 0, user_start = false))]
     fn stable_cut(
         &self,
+        py: Python<'_>,
         fixed: u64,
         high: u64,
         low: u64,
@@ -330,8 +485,7 @@ impl PyMessageLog {
         user_start: bool,
     ) -> (usize, u64, usize) {
         let cut = self
-            .inner
-            .read()
+            .indexed(py)
             .stable_cut(fixed, high, low, floor, user_start);
         (cut.index, cut.kept_tokens, cut.trims)
     }
@@ -339,33 +493,33 @@ impl PyMessageLog {
     /// `(system_end, task, floor, contiguous)`: the pinned head (leading system messages and,
     /// if `pin_task`, the first real user message) and the first index a suffix may start at.
     #[pyo3(signature = (pin_task = true))]
-    fn pinned_head(&self, pin_task: bool) -> (usize, Option<usize>, usize, bool) {
-        let head = self.inner.read().pinned_head(pin_task);
+    fn pinned_head(&self, py: Python<'_>, pin_task: bool) -> (usize, Option<usize>, usize, bool) {
+        let head = self.indexed(py).pinned_head(pin_task);
         (head.system_end, head.task, head.floor, head.contiguous)
     }
 
     /// The largest safe cut at or before `i` whose message is a real user message, or None.
-    fn user_cut_at_or_before(&self, i: usize) -> Option<usize> {
-        self.inner.read().user_cut_at_or_before(i)
+    fn user_cut_at_or_before(&self, py: Python<'_>, i: usize) -> Option<usize> {
+        self.indexed(py).user_cut_at_or_before(i)
     }
 
     /// The smallest safe cut at or after `i` whose message is a real user message, or None.
-    fn user_cut_at_or_after(&self, i: usize) -> Option<usize> {
-        self.inner.read().user_cut_at_or_after(i)
+    fn user_cut_at_or_after(&self, py: Python<'_>, i: usize) -> Option<usize> {
+        self.indexed(py).user_cut_at_or_after(i)
     }
 
     /// Index where the k-th last user turn starts (k >= 1), or None.
-    fn kth_last_turn_start(&self, k: usize) -> Option<usize> {
-        self.inner.read().kth_last_turn_start(k)
+    fn kth_last_turn_start(&self, py: Python<'_>, k: usize) -> Option<usize> {
+        self.indexed(py).kth_last_turn_start(k)
     }
 
     /// Index where the k-th last round starts (k >= 1), or None.
-    fn kth_last_round_start(&self, k: usize) -> Option<usize> {
-        self.inner.read().kth_last_round_start(k)
+    fn kth_last_round_start(&self, py: Python<'_>, k: usize) -> Option<usize> {
+        self.indexed(py).kth_last_round_start(k)
     }
 
-    fn __repr__(&self) -> String {
-        let log = self.inner.read();
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let log = self.indexed(py);
         format!(
             "MessageLog(len={}, tokens={}, generation={}{})",
             log.len(),

@@ -1,0 +1,93 @@
+"""`MessageLog` against a plain-list model: appends are queued and indexed lazily, reads go
+through a mirror list shared by snapshots and forks — none of which may ever show."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+
+from ctxtrim import Message, MessageLog, _core
+
+MESSAGES = st.builds(Message.user, st.text(max_size=20)) | st.builds(
+    Message.assistant, st.text(max_size=20)
+)
+
+
+class LogModel(RuleBasedStateMachine):
+    """Each log is paired with the list it must equal; snapshots must never change."""
+
+    logs = Bundle("logs")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pairs: list[tuple[MessageLog, list[Message]]] = []
+
+    @rule(target=logs, messages=st.lists(MESSAGES, max_size=5))
+    def new_log(self, messages: list[Message]) -> int:
+        self.pairs.append((MessageLog(messages), list(messages)))
+        return len(self.pairs) - 1
+
+    @rule(i=logs, message=MESSAGES)
+    def append(self, i: int, message: Message) -> None:
+        log, model = self.pairs[i]
+        if not log.read_only:
+            assert log.append(message) == len(model)
+            model.append(message)
+
+    @rule(i=logs, messages=st.lists(MESSAGES, max_size=4))
+    def extend(self, i: int, messages: list[Message]) -> None:
+        log, model = self.pairs[i]
+        if not log.read_only:
+            log.extend(messages)
+            model.extend(messages)
+
+    @rule(target=logs, i=logs, read_only=st.booleans())
+    def copy(self, i: int, read_only: bool) -> int:
+        log, model = self.pairs[i]
+        self.pairs.append((log.snapshot() if read_only else log.fork(), list(model)))
+        return len(self.pairs) - 1
+
+    @rule(i=logs, start=st.integers(0, 8), end=st.none() | st.integers(0, 8))
+    def read(self, i: int, start: int, end: int | None) -> None:
+        log, model = self.pairs[i]
+        assert log.to_list(start, end) == model[start:end]
+
+    @rule(i=logs, limit=st.none() | st.integers(0, 6))
+    def tail(self, i: int, limit: int | None) -> None:
+        log, model = self.pairs[i]
+        expected = model if limit is None else model[max(0, len(model) - limit) :]
+        assert log.tail(limit) == expected
+
+    @rule(i=logs)
+    def index(self, i: int) -> None:
+        log, model = self.pairs[i]
+        for j in (0, -1, len(model) // 2):
+            if model:
+                assert log[j] is model[j]
+
+    @rule(i=logs, upto=st.integers(0, 6))
+    def compact(self, i: int, upto: int) -> None:
+        log, model = self.pairs[i]
+        if not log.read_only and upto <= len(model):
+            summary = Message.user("summary")
+            log.replace_prefix(upto, [summary], log.generation)
+            model[:upto] = [summary]
+
+    @rule(i=consumes(logs))
+    def clear(self, i: int) -> None:
+        log, model = self.pairs[i]
+        if not log.read_only:
+            log.clear()
+            model.clear()
+
+    @invariant()
+    def every_log_matches_its_model(self) -> None:
+        for log, model in self.pairs:
+            assert len(log) == len(model)
+            assert log.token_counts() == [_core.message_tokens(m) for m in model]
+            assert log.total_tokens == sum(log.token_counts())
+
+
+TestLogModel = LogModel.TestCase
+TestLogModel.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
