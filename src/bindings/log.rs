@@ -139,12 +139,14 @@ impl PyMessageLog {
         MutexGuard::map(state, |s| &mut s.log)
     }
 
-    /// A read-only or writable O(1) copy of the current state, sharing the mirror.
-    fn copy(&self, py: Python<'_>, read_only: bool) -> Self {
+    /// A read-only or writable O(1) copy of the current state, sharing the mirror (built
+    /// once here if needed, so that repeated snapshots never rebuild one each).
+    fn copy(&self, py: Python<'_>, read_only: bool) -> PyResult<Self> {
         let mut state = self.state(py);
         state.flush(py);
+        state.readable_mirror(py)?;
         let copy = State::new(state.log.clone(), state.shareable_mirror(py));
-        Self::new_from(copy, read_only)
+        Ok(Self::new_from(copy, read_only))
     }
 
     /// `[start, end)` of the messages as a new list: one slice of the mirror.
@@ -311,12 +313,12 @@ impl PyMessageLog {
     }
 
     /// An O(1), read-only view of the log as it is now; later writes never show in it.
-    fn snapshot(&self, py: Python<'_>) -> Self {
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Self> {
         self.copy(py, true)
     }
 
     /// An O(1), independent, writable copy sharing the current entries.
-    fn fork(&self, py: Python<'_>) -> Self {
+    fn fork(&self, py: Python<'_>) -> PyResult<Self> {
         self.copy(py, false)
     }
 
