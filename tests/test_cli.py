@@ -333,3 +333,19 @@ def test_a_one_line_json_lines_file_stays_json_lines(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("\n") == 1
     assert load(proc.stdout, "ctxtrim") == [Message.user("你好 👋")]
+
+
+def test_bench_subcommand_runs_the_side_by_side_table() -> None:
+    """`ctxtrim bench` is wired to ctxtrim.bench (smoke mode keeps it to a few seconds)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "ctxtrim.cli", "bench", "--smoke", "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "| workload |" in out.stdout and "ctxtrim MessageLog.append" in out.stdout
+    helped = subprocess.run(
+        [sys.executable, "-m", "ctxtrim.cli", "--help"], capture_output=True, text=True
+    )
+    assert "bench" in helped.stdout

@@ -322,11 +322,23 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--repair", action="store_true", help="write the repaired conversation")
     val.add_argument("-o", "--output", metavar="OUT", help="with --repair: write here")
     val.set_defaults(run=cmd_validate)
+
+    # Listed for --help; its own options are parsed by ctxtrim.bench (see main).
+    sub.add_parser(
+        "bench",
+        help="benchmark ctxtrim against the installed peer libraries "
+        "(ctxtrim bench --help for its options)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["bench"]:
+        from ctxtrim import bench  # imported on demand: it loads the peers it measures
+
+        return bench.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "reserve_tokens", 0) and args.reserve_tokens >= args.max_tokens:
