@@ -1,20 +1,42 @@
-"""A short agent session on ctxtrim's foundation: append, fork, fit a token budget, validate.
+"""The main job on the embedded default: an agent loop on a SQLite file, trimmed to 8k
+tokens before every model call, compacted by the offline summariser when it grows.
 
-Run: python examples/quickstart.py
+Run: python examples/quickstart.py [DB_PATH]
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
+import tempfile
+from pathlib import Path
 
-from ctxtrim import MemoryContextStore, Message, ToolResultBlock, validate
+from ctxtrim import (
+    AutoCompactStore,
+    CompactionEvent,
+    FitContextWindow,
+    Message,
+    ToolResultBlock,
+    validate,
+)
+from ctxtrim.stores import SQLiteContextStore
+from ctxtrim.transports import ExtractiveTransport
+
+STEPS = 300
 
 
-async def main() -> None:
-    store = MemoryContextStore()
+async def main(path: Path) -> None:
+    events: list[CompactionEvent] = []
+    sqlite = await SQLiteContextStore.open(path, "nightly-build")
+    # Compact (offline, no model) when the history passes 75 % of a 32k window.
+    store = AutoCompactStore(
+        sqlite, ExtractiveTransport(), max_tokens=32_000, on_event=events.append
+    )
+    fit = FitContextWindow(8_000)  # the request view: system + task + newest rounds
     await store.append(Message.system("You are a careful coding agent."))
     await store.append(Message.user("Find why the nightly build fails and fix it."))
-    for step in range(300):  # a long one-task agent loop with parallel tool calls
+    worst = 0
+    for step in range(STEPS):  # a long one-task agent loop with parallel tool calls
         await store.append(
             Message.assistant(
                 f"Step {step}: reading two files.",
@@ -30,24 +52,26 @@ async def main() -> None:
                 ToolResultBlock(f"call_{step}_b", f"src/mod_{step}.rs:12: x.unwrap()"),
             )
         )
+        request = fit(await store.get_history())  # what the model would be sent
+        worst = max(worst, len(validate(request)))
     await store.append(Message.assistant("The build fails on an unwrap in mod_299; fixed."))
 
-    retry = await store.fork()  # O(1): shares every message, diverges on write
-    await retry.append(Message.user("Try a different fix."))
-
-    log = store.log
-    head = 2  # system prompt + task stay pinned
-    budget = 8_000 - log.tokens(0, head)
-    cut, kept_tokens, fits = log.fit_budget(budget, floor=head)
+    retry = await sqlite.fork()  # a branch for a retry, in the same file
     history = await store.get_history()
-    trimmed = history[:head] + history[cut:]
-
-    print(f"history: {len(history)} messages, ~{log.total_tokens} tokens, {log.turn_count} turn")
-    print(f"trimmed: {len(trimmed)} messages, ~{log.tokens(0, head) + kept_tokens} tokens")
-    print(f"fits 8k: {fits}; cut at message {cut} (pair-safe: {log.is_safe_cut(cut)})")
-    print(f"violations after trimming: {validate(trimmed)}")
-    print(f"fork: {len(await retry.get_history())} messages, parent: {len(history)}")
+    report = fit.describe(history)
+    compactions = [e for e in events if e.kind == "compacted"]
+    print(f"appended {2 * STEPS + 3} messages to {path}")
+    print(f"stored now: {len(history)} messages after {len(compactions)} offline compactions")
+    print(f"request view: {report.messages_after} messages, ~{report.tokens_after} tokens")
+    print(f"over budget: {report.over_budget}; violations in any request: {worst}")
+    print(f"fork: {len(await retry.get_history())} messages in session {retry.session_id}")
+    await retry.close()
+    await store.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if len(sys.argv) > 1:
+        asyncio.run(main(Path(sys.argv[1])))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(main(Path(tmp) / "ctxtrim.db"))

@@ -308,13 +308,14 @@ def test_the_console_script() -> None:
 
 
 def test_the_readme_setup_command_trims_an_example_session(tmp_path: Path) -> None:
-    """The README's first set-up line installs and then runs `ctxtrim trim` on an example
-    session; run that `ctxtrim ...` part as written (output redirected to tmp_path)."""
+    """The README's first set-up line installs, runs the quickstart (tests/test_readme.py),
+    then runs `ctxtrim trim` on an example session; run that part as written (output
+    redirected to tmp_path)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     setup = readme[readme.index("## Set up") :]
     block = setup[setup.index("```bash\n") + len("```bash\n") :]
     first = block.splitlines()[0]
-    install, _, command = first.partition(" && ")
+    install, *_, command = first.split(" && ")
     assert "pip install" in install and command.startswith("ctxtrim trim examples/sessions/")
     args = command.split("#")[0].split()[1:]
     out = tmp_path / "trimmed.json"

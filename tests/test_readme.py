@@ -26,4 +26,5 @@ def test_quickstart_example_runs() -> None:
         check=True,
         timeout=120,
     ).stdout
-    assert "fits 8k: True" in out and "violations after trimming: []" in out
+    assert "over budget: False; violations in any request: 0" in out
+    assert "offline compactions" in out and "after 0 offline" not in out
