@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ctxtrim import (
     HeuristicTokenCounter,
     ImageBlock,
@@ -40,3 +42,34 @@ def test_log_caches_the_same_counts() -> None:
     msgs = [Message.user("hello"), Message.assistant("a longer answer with more words")]
     log = MessageLog(msgs)
     assert log.token_counts() == [HeuristicTokenCounter().count_message(m) for m in msgs]
+
+
+def test_o200k_prices_cjk_lower_and_agrees_elsewhere() -> None:
+    zh = "我们今天讨论上下文窗口的管理方法以及工具调用的配对问题" * 4
+    cl, o200k = estimate_tokens(zh), estimate_tokens(zh, encoding="o200k_base")
+    assert o200k < 0.85 * cl and 0.6 * len(zh) <= o200k <= 0.8 * len(zh)
+    code = "def main():\n    return {'path': '/src/main.rs', 'line': 42}\n"
+    assert estimate_tokens(code, encoding="o200k") == estimate_tokens(code)
+
+
+def test_unknown_encoding_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match="p50k"):
+        estimate_tokens("x", encoding="p50k_base")
+    with pytest.raises(ValueError, match="p50k"):
+        HeuristicTokenCounter("p50k_base")
+    with pytest.raises(ValueError, match="p50k"):
+        MessageLog(encoding="p50k_base")
+
+
+def test_log_encoding_prices_its_messages_and_is_inherited() -> None:
+    msgs = [Message.user("请帮我找出夜间构建失败的原因并修复它")]
+    log = MessageLog(msgs, encoding="o200k_base")
+    counter = HeuristicTokenCounter("o200k_base")
+    assert log.encoding == "o200k_base" and MessageLog().encoding == "cl100k_base"
+    assert log.token_counts() == [counter.count_message(msgs[0])]
+    assert log.token_counts()[0] < MessageLog(msgs).token_counts()[0]
+    log.append(Message.user("再来一次"))
+    fork, snap = log.fork(), log.snapshot()
+    assert fork.encoding == snap.encoding == "o200k_base"
+    assert fork.token_counts() == snap.token_counts() == log.token_counts()
+    assert repr(counter) == "HeuristicTokenCounter(encoding='o200k_base')"

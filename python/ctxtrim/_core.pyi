@@ -26,10 +26,11 @@ __version__: Final[str]
 MESSAGE_OVERHEAD: Final[int]
 IMAGE_TOKENS: Final[int]
 
-def estimate_tokens(text: str) -> int:
-    """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted)."""
+def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
+    """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
+    priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
 
-def message_tokens(message: Message) -> int:
+def message_tokens(message: Message, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of one message: texts, tool names and inputs, images, overhead."""
 
 def validate_messages(
@@ -71,6 +72,7 @@ class MessageLog:
         messages: Iterable[Message] | None = None,
         *,
         tokens: Sequence[int] | None = None,
+        encoding: str = "cl100k_base",
     ) -> MessageLog: ...
     def append(self, message: Message, *, tokens: int | None = None) -> int:
         """Append one message; ``tokens`` overrides the estimate. Returns its index."""
@@ -91,6 +93,10 @@ class MessageLog:
 
     def fork(self) -> MessageLog:
         """An O(1), independent, writable copy sharing the current entries."""
+
+    @property
+    def encoding(self) -> str:
+        """The encoding whose prices the token estimates follow."""
 
     @property
     def read_only(self) -> bool: ...

@@ -932,7 +932,9 @@ def accuracy(samples: int) -> list[tuple[str, str, float, float, int]]:
                 real = count(text)
                 if real == 0:
                     continue
-                ours.append(abs(estimate_tokens(text) - real) / real)
+                # the price table of the encoding being compared against
+                estimate = estimate_tokens(text, encoding=tok_name)
+                ours.append(abs(estimate - real) / real)
                 naive.append(abs(math.ceil(len(text) / 4) - real) / real)
             if ours:
                 out.append(

@@ -12,7 +12,7 @@ use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
 use crate::meta::{Meta, Role};
-use crate::tokens::TokenTally;
+use crate::tokens::{Encoding, TokenTally};
 
 /// The message and block classes of `ctxtrim.messages`.
 pub struct Classes {
@@ -130,8 +130,8 @@ pub fn check_message<'py>(msg: &Bound<'py, PyAny>, path: &str) -> PyResult<&'py 
 /// frozen message cannot fail; if its fields were forced to garbage behind the API's back,
 /// it is indexed as an opaque user message of `MESSAGE_OVERHEAD` tokens rather than
 /// poisoning every later query.
-pub fn indexed_meta(msg: &Bound<'_, PyAny>, tokens: Option<u32>) -> Meta {
-    meta_of(msg, tokens, "message").unwrap_or_else(|_| {
+pub fn indexed_meta(msg: &Bound<'_, PyAny>, tokens: Option<u32>, encoding: Encoding) -> Meta {
+    meta_of(msg, tokens, "message", encoding).unwrap_or_else(|_| {
         Meta::new(
             Role::User,
             tokens.unwrap_or(crate::tokens::MESSAGE_OVERHEAD),
@@ -141,12 +141,17 @@ pub fn indexed_meta(msg: &Bound<'_, PyAny>, tokens: Option<u32>) -> Meta {
 
 /// The facts the core needs about one message. `tokens` overrides the estimate (an exact
 /// counter's count); `path` prefixes error paths (e.g. `"messages[3]"`).
-pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyResult<Meta> {
+pub fn meta_of(
+    msg: &Bound<'_, PyAny>,
+    tokens: Option<u32>,
+    path: &str,
+    encoding: Encoding,
+) -> PyResult<Meta> {
     let py = msg.py();
     let c = check_message(msg, path)?;
     let role = role_of(&msg.getattr(intern!(py, "role"))?)
         .ok_or_else(|| invalid_message("unknown role", format!("{path}.role")))?;
-    let mut tally = TokenTally::new();
+    let mut tally = TokenTally::with_encoding(encoding);
     let mut tool_uses = Vec::new();
     let mut tool_results = Vec::new();
     let mut other_content = false;
@@ -160,6 +165,7 @@ pub fn meta_of(msg: &Bound<'_, PyAny>, tokens: Option<u32>, path: &str) -> PyRes
                 Box::<str>::from(s)
             })?;
             tool_results.push(id);
+            tally.tool_result();
             let content = block.getattr(intern!(py, "content"))?;
             tally_result_content(py, c, &content, &bpath, &mut tally)?;
             continue;
@@ -257,7 +263,13 @@ pub fn metas_of(
     let mut metas = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let count = counts.as_ref().and_then(|c| c.get(i).copied());
-        metas.push(meta_of(item, count, &format!("messages[{i}]"))?);
+        // Only the pair structure matters to these callers; tokens use the default prices.
+        metas.push(meta_of(
+            item,
+            count,
+            &format!("messages[{i}]"),
+            Encoding::default(),
+        )?);
     }
     Ok((items.into_iter().map(Bound::unbind).collect(), metas))
 }

@@ -26,7 +26,9 @@ use pyo3::types::PyList;
 
 use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
+use super::tokens::encoding_of;
 use crate::log::{LogError, MessageLog};
+use crate::tokens::Encoding;
 use crate::turn::TurnId;
 
 /// A Python message object held by the log; `Arc` so that sharing entries between forks and
@@ -47,15 +49,18 @@ enum Mirror {
 
 struct State {
     log: Log,
+    /// How texts are priced when messages are indexed.
+    encoding: Encoding,
     /// Accepted but not yet indexed messages, with their exact token counts if given.
     queued: Vec<(Py<PyAny>, Option<u32>)>,
     mirror: Mirror,
 }
 
 impl State {
-    fn new(log: Log, mirror: Mirror) -> Self {
+    fn new(log: Log, mirror: Mirror, encoding: Encoding) -> Self {
         Self {
             log,
+            encoding,
             queued: Vec::new(),
             mirror,
         }
@@ -68,7 +73,7 @@ impl State {
     /// Index the queued messages (read their facts, push them into the core log).
     fn flush(&mut self, py: Python<'_>) {
         for (message, tokens) in self.queued.drain(..) {
-            let meta = indexed_meta(message.bind(py), tokens);
+            let meta = indexed_meta(message.bind(py), tokens, self.encoding);
             self.log.push(Arc::new(message), meta);
         }
     }
@@ -145,7 +150,11 @@ impl PyMessageLog {
         let mut state = self.state(py);
         state.flush(py);
         state.readable_mirror(py)?;
-        let copy = State::new(state.log.clone(), state.shareable_mirror(py));
+        let copy = State::new(
+            state.log.clone(),
+            state.shareable_mirror(py),
+            state.encoding,
+        );
         Ok(Self::new_from(copy, read_only))
     }
 
@@ -227,13 +236,15 @@ fn turn_number(turn: &Bound<'_, PyAny>) -> PyResult<u32> {
 #[pymethods]
 impl PyMessageLog {
     #[new]
-    #[pyo3(signature = (messages = None, *, tokens = None))]
+    #[pyo3(signature = (messages = None, *, tokens = None, encoding = "cl100k_base"))]
     fn py_new(
         py: Python<'_>,
         messages: Option<&Bound<'_, PyAny>>,
         tokens: Option<&Bound<'_, PyAny>>,
+        encoding: &str,
     ) -> PyResult<Self> {
-        let log = Self::new_from(State::new(Log::new(), Mirror::None), false);
+        let state = State::new(Log::new(), Mirror::None, encoding_of(encoding)?);
+        let log = Self::new_from(state, false);
         if let Some(messages) = messages {
             log.extend(py, messages, tokens)?;
         }
@@ -322,6 +333,12 @@ impl PyMessageLog {
         self.copy(py, false)
     }
 
+    /// The encoding whose prices the token estimates follow (`"cl100k_base"`, `"o200k_base"`).
+    #[getter]
+    fn encoding(&self, py: Python<'_>) -> &'static str {
+        self.state(py).encoding.name()
+    }
+
     #[getter]
     fn read_only(&self) -> bool {
         self.read_only
@@ -360,10 +377,11 @@ impl PyMessageLog {
         tokens: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         self.writable()?;
+        let encoding = self.state(py).encoding;
         let entries: Vec<(Payload, _)> = messages_of(messages, tokens)?
             .into_iter()
             .map(|(m, t)| {
-                let meta = indexed_meta(m.bind(py), t);
+                let meta = indexed_meta(m.bind(py), t, encoding);
                 (Arc::new(m), meta)
             })
             .collect();

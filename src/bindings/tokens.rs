@@ -2,25 +2,36 @@
 
 use pyo3::prelude::*;
 
+use pyo3::exceptions::PyValueError;
+
 use super::convert::meta_of;
-use crate::tokens;
+use crate::tokens::{self, Encoding};
 
 /// Texts longer than this are estimated with the GIL released; below it, detaching costs
 /// more than the scan.
 const DETACH_ABOVE: usize = 64 * 1024;
 
-/// Estimated tokens of a text (script-aware: CJK and emoji are not under-counted).
+/// The `Encoding` named `name` (`"cl100k_base"`, `"o200k_base"`, or without `_base`).
+pub fn encoding_of(name: &str) -> PyResult<Encoding> {
+    name.parse().map_err(PyValueError::new_err)
+}
+
+/// Estimated tokens of a text (script-aware: CJK and emoji are not under-counted), priced
+/// as `encoding` does.
 #[pyfunction]
-pub fn estimate_tokens(py: Python<'_>, text: &str) -> u32 {
-    if text.len() > DETACH_ABOVE {
-        py.detach(|| tokens::estimate_tokens(text))
+#[pyo3(signature = (text, *, encoding = "cl100k_base"))]
+pub fn estimate_tokens(py: Python<'_>, text: &str, encoding: &str) -> PyResult<u32> {
+    let encoding = encoding_of(encoding)?;
+    Ok(if text.len() > DETACH_ABOVE {
+        py.detach(|| tokens::estimate_tokens_for(text, encoding))
     } else {
-        tokens::estimate_tokens(text)
-    }
+        tokens::estimate_tokens_for(text, encoding)
+    })
 }
 
 /// Estimated tokens of one message: texts, tool names and inputs, images, overhead.
 #[pyfunction]
-pub fn message_tokens(message: &Bound<'_, PyAny>) -> PyResult<u32> {
-    Ok(meta_of(message, None, "message")?.tokens)
+#[pyo3(signature = (message, *, encoding = "cl100k_base"))]
+pub fn message_tokens(message: &Bound<'_, PyAny>, encoding: &str) -> PyResult<u32> {
+    Ok(meta_of(message, None, "message", encoding_of(encoding)?)?.tokens)
 }
