@@ -179,3 +179,16 @@ async def test_load_log_is_a_read_only_view_with_cached_counts() -> None:
     assert len(log) == len(agent_session(3))
     fallback = await (await ListStore.from_history(agent_session(1))).load_log()
     assert fallback.read_only and len(fallback) == len(agent_session(1))
+
+
+async def test_async_with_closes_any_store() -> None:
+    closed: list[bool] = []
+
+    class Closing(ListStore):
+        async def close(self) -> None:
+            closed.append(True)
+
+    async with Closing() as store:
+        await store.append(Message.user("x"))
+        assert isinstance(store, Closing)
+    assert closed == [True]

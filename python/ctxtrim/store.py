@@ -146,6 +146,13 @@ class ContextStore(ABC):
         """Release connections; the store must not be used afterwards. A no-op here."""
         return None
 
+    async def __aenter__(self: _S) -> _S:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """``async with store:`` closes the store on the way out."""
+        await self.close()
+
     async def list_sessions(self) -> list[SessionInfo]:
         """Sessions this store can see; the fallback reports only its own."""
         history = await self.get_history()

@@ -686,12 +686,6 @@ class PostgresContextStore(ContextStore):
             self._closed = True
             await self._shared.release()
 
-    async def __aenter__(self) -> PostgresContextStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     @classmethod
     async def from_history(cls, history: Sequence[Message]) -> PostgresContextStore:
         """Not available: a server store needs its address. Use

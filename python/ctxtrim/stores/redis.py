@@ -586,12 +586,6 @@ class RedisContextStore(ContextStore):
             self._closed = True
             await self._shared.release()
 
-    async def __aenter__(self) -> RedisContextStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     @classmethod
     async def from_history(cls, history: Sequence[Message]) -> RedisContextStore:
         """Not available: a server store needs its address. Use

@@ -689,12 +689,6 @@ class SQLiteContextStore(ContextStore):
             self._closed = True
             await self._db.release()
 
-    async def __aenter__(self) -> SQLiteContextStore:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
     @classmethod
     async def from_history(cls, history: Sequence[Message]) -> SQLiteContextStore:
         """A store on a private in-memory database holding ``history`` (axio's
