@@ -366,6 +366,21 @@ class _CutStrategy(ContextStrategy):
             cut = _user_cut(inp, cut, head.floor, forward_first=forward_first, limit=limit)
         return cut
 
+    def _keep_from(self, inp: _Input, start: int | None) -> _Outcome:
+        """Keep the pinned head and everything from ``start`` (a turn or round start; None
+        when there are too few to drop any), moved back to a safe cut."""
+        if start is None:
+            return _unchanged(inp)
+        head = _pinned_head(inp, self.pin_task)
+        cut = self._settle(
+            inp,
+            head,
+            inp.log.safe_cut_at_or_before(start),
+            forward_first=False,
+            limit=_newest_round_limit(inp, head.floor),
+        )
+        return _cut_outcome(inp, head, cut)
+
 
 # ============================================================================================
 # Cut strategies
@@ -387,19 +402,7 @@ class KeepLastTurns(_CutStrategy):
         return f"KeepLastTurns({self.n}{self._options()})"
 
     def _run(self, inp: _Input) -> _Outcome:
-        log = inp.log
-        start = log.kth_last_turn_start(self.n)
-        if start is None:
-            return _unchanged(inp)
-        head = _pinned_head(inp, self.pin_task)
-        cut = self._settle(
-            inp,
-            head,
-            log.safe_cut_at_or_before(start),
-            forward_first=False,
-            limit=_newest_round_limit(inp, head.floor),
-        )
-        return _cut_outcome(inp, head, cut)
+        return self._keep_from(inp, inp.log.kth_last_turn_start(self.n))
 
 
 class TrimRounds(_CutStrategy):
@@ -420,19 +423,7 @@ class TrimRounds(_CutStrategy):
         return f"TrimRounds({self.max_rounds}{self._options()})"
 
     def _run(self, inp: _Input) -> _Outcome:
-        log = inp.log
-        start = log.kth_last_round_start(self.max_rounds)
-        if start is None:
-            return _unchanged(inp)
-        head = _pinned_head(inp, self.pin_task)
-        cut = self._settle(
-            inp,
-            head,
-            log.safe_cut_at_or_before(start),
-            forward_first=False,
-            limit=_newest_round_limit(inp, head.floor),
-        )
-        return _cut_outcome(inp, head, cut)
+        return self._keep_from(inp, inp.log.kth_last_round_start(self.max_rounds))
 
 
 class KeepLastMessages(_CutStrategy):
