@@ -1,6 +1,7 @@
-//! Byte classes of 64 bytes at a time, as bit masks (bit `i` stands for byte `i`).
+//! Byte classes of 64 bytes at a time, as bit masks (bit `i` stands for byte `i`), and the
+//! AVX2 lanes that price four blocks' masks at once.
 //!
-//! This is the estimator's only per-byte work, so it has a vector path: with AVX2 (detected at
+//! Classifying is the estimator's only per-byte work, so it has a vector path: with AVX2 (detected at
 //! run time, present on x86-64 CPUs since 2013) a block is 2 × 32 bytes of compares and
 //! `movemask`s; elsewhere a portable loop computes the same masks byte by byte. Both are
 //! checked against each other on arbitrary bytes (`avx2_matches_scalar`).
@@ -12,12 +13,13 @@
 //!
 //! This module is the crate's only `unsafe` code: the AVX2 intrinsics, which are sound to call
 //! only once the CPU is known to have AVX2. [`Classifier::run`] enforces that: the AVX2
-//! classifier is only ever used after `is_x86_feature_detected!("avx2")` said yes.
+//! classifier and its lane type are private to `avx2`, and only ever built inside
+//! `avx2::run`, which runs after `is_x86_feature_detected!("avx2")` said yes.
 
 /// The ASCII classes of one 64-byte block. Bytes past the end of the text must be masked off
 /// by the caller (they read as zero bytes, i.e. punctuation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Masks {
+pub(crate) struct Masks {
     /// ASCII letters.
     pub letter: u64,
     /// ASCII digits.
@@ -36,7 +38,7 @@ pub struct Masks {
 
 /// The non-ASCII characters of a block, by their first byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Wide {
+pub(crate) struct Wide {
     /// CJK ideographs U+4000..=U+9FFF and CJK punctuation U+3000..=U+303F.
     pub han: u64,
     /// Hiragana and katakana, U+3040..=U+30FF.
@@ -47,6 +49,9 @@ pub struct Wide {
     /// the next block is always left to the caller.
     pub lead: u64,
 }
+
+use super::features::drive;
+use super::{Encoding, Units};
 
 /// Raw byte tests behind [`Wide`], combined by [`Raw::wide`] the same way for both
 /// classifiers.
@@ -88,16 +93,24 @@ impl Raw {
 }
 
 /// A way to classify blocks.
-pub trait Classify {
+pub(crate) trait Classify: Sized {
     /// The ASCII masks of `cur`; `prev` is the same block shifted back by one byte (`prev[0]`
     /// is the byte before `cur[0]`), for [`Masks::same`].
     fn ascii(&self, cur: &[u8; 64], prev: &[u8; 64]) -> Masks;
     /// The non-ASCII characters of `cur`.
     fn wide(&self, cur: &[u8; 64]) -> Wide;
+
+    /// The estimate of `text` in hundredths of a token, with the widest lanes this classifier
+    /// has (one block at a time unless overridden).
+    fn units(&self, text: &str, encoding: Encoding) -> i64 {
+        let mut units = Units::new(encoding.prices());
+        drive::<u64, _>(text, self, &mut units);
+        units.total()
+    }
 }
 
 /// A pass over a text that classifies it block by block.
-pub trait Scan {
+pub(crate) trait Scan {
     type Output;
 
     /// Scans with `classify`. Mark implementations `#[inline(always)]`, so that they are
@@ -107,13 +120,14 @@ pub trait Scan {
 
 /// How blocks are classified on this CPU; [`Classifier::detect`] picks the fastest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Classifier {
+pub(crate) struct Classifier {
     /// True only if AVX2 was detected (the field is private so nothing else can set it).
     avx2: bool,
 }
 
 impl Classifier {
-    /// The portable, byte-by-byte classifier.
+    /// The portable, byte-by-byte classifier (tests compare it with the vector one).
+    #[cfg(test)]
     pub const SCALAR: Self = Self { avx2: false };
 
     /// The fastest classifier this CPU supports (the detection result is cached by std).
@@ -247,11 +261,19 @@ impl Classify for Scalar {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    use super::super::features::{drive, Feature, Lanes, Sink, Tally, FEATURES};
+    use super::super::{ByteWeight, Encoding, Units};
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8, _mm256_sub_epi8,
+        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_and_si256,
+        _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_madd_epi16,
+        _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_permute4x64_epi64, _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x,
+        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64,
+        _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
+        _mm256_sub_epi8, _mm256_xor_si256, _mm_cvtsi32_si128,
     };
+    use std::ops::{BitAnd, BitOr, Not};
 
     /// The AVX2 classifier. Values exist only inside [`run`], whose caller checked the CPU.
     struct Avx2(());
@@ -274,9 +296,192 @@ mod avx2 {
             // SAFETY: as above.
             unsafe { wide(cur) }
         }
+
+        /// Four blocks at a time: the pattern masks as 4 × 64-bit lanes, priced with byte
+        /// popcounts and multiply-adds. A text of fewer than four blocks goes one block at a
+        /// time: setting up and folding the vector sums would cost more than they save.
+        #[inline(always)]
+        fn units(&self, text: &str, encoding: Encoding) -> i64 {
+            if text.len() < 4 * 64 {
+                let mut units = Units::new(encoding.prices());
+                drive::<u64, _>(text, self, &mut units);
+                return units.total();
+            }
+            let mut sink = VecUnits::new(encoding);
+            drive::<V, _>(text, self, &mut sink);
+            sink.total()
+        }
+    }
+
+    /// The masks of four consecutive blocks, one per 64-bit lane. Like [`Avx2`], values exist
+    /// only inside [`run`] (the type is private to this module), so the CPU has AVX2.
+    #[derive(Clone, Copy)]
+    struct V(__m256i);
+
+    impl Default for V {
+        #[inline(always)]
+        fn default() -> Self {
+            // SAFETY: see `V`.
+            Self(unsafe { _mm256_setzero_si256() })
+        }
+    }
+
+    impl BitAnd for V {
+        type Output = Self;
+        #[inline(always)]
+        fn bitand(self, o: Self) -> Self {
+            // SAFETY: see `V`.
+            Self(unsafe { _mm256_and_si256(self.0, o.0) })
+        }
+    }
+
+    impl BitOr for V {
+        type Output = Self;
+        #[inline(always)]
+        fn bitor(self, o: Self) -> Self {
+            // SAFETY: see `V`.
+            Self(unsafe { _mm256_or_si256(self.0, o.0) })
+        }
+    }
+
+    impl Not for V {
+        type Output = Self;
+        #[inline(always)]
+        fn not(self) -> Self {
+            // SAFETY: see `V`.
+            Self(unsafe { _mm256_xor_si256(self.0, _mm256_set1_epi8(-1)) })
+        }
+    }
+
+    impl Lanes for V {
+        const BLOCKS: usize = 4;
+
+        #[inline(always)]
+        fn pack(blocks: &[u64]) -> Self {
+            let lane = |i: usize| blocks[i] as i64;
+            // SAFETY: see `V`.
+            Self(unsafe { _mm256_set_epi64x(lane(3), lane(2), lane(1), lane(0)) })
+        }
+
+        #[inline(always)]
+        fn back(self, carry: Self, k: u32) -> Self {
+            // SAFETY: see `V`.
+            unsafe {
+                // Lanes rotated up by one: [x3, x0, x1, x2]; lane 0 then takes carry's x3.
+                let up = _mm256_permute4x64_epi64::<0b10_01_00_11>(self.0);
+                let carry_up = _mm256_permute4x64_epi64::<0b10_01_00_11>(carry.0);
+                let before = _mm256_blend_epi32::<0b0000_0011>(up, carry_up);
+                let k_bits = _mm_cvtsi32_si128(k as i32);
+                let rest = _mm_cvtsi32_si128(64 - k as i32);
+                Self(_mm256_or_si256(
+                    _mm256_sll_epi64(self.0, k_bits),
+                    _mm256_srl_epi64(before, rest),
+                ))
+            }
+        }
+    }
+
+    /// The estimate while it is being counted four blocks at a time: each pattern's mask is
+    /// popcounted per byte and multiplied by its price with `vpmaddubsw` into 16-bit sums,
+    /// which are folded into 32-bit sums after every four blocks and into `units` every 1,024
+    /// times that.
+    struct VecUnits {
+        units: Units,
+        /// Each feature's |price| as a byte, and whether the price is negative.
+        weights: &'static [ByteWeight; FEATURES],
+        /// At most 16 × Σ|price| ≈ 17,000 per 16-bit lane after four blocks: no overflow.
+        narrow: __m256i,
+        /// At most ~35,000 per 32-bit lane per four blocks: folded long before 2^31.
+        wide: __m256i,
+        groups: u32,
+    }
+
+    impl VecUnits {
+        #[inline(always)]
+        fn new(encoding: Encoding) -> Self {
+            // SAFETY: only called inside `run`.
+            let zero = unsafe { _mm256_setzero_si256() };
+            Self {
+                units: Units::new(encoding.prices()),
+                weights: encoding.byte_weights(),
+                narrow: zero,
+                wide: zero,
+                groups: 0,
+            }
+        }
+
+        #[inline(always)]
+        fn fold_wide(&mut self) {
+            let mut lanes = [0i32; 8];
+            // SAFETY: `lanes` is 32 writable bytes; only called inside `run`.
+            unsafe {
+                _mm256_storeu_si256(lanes.as_mut_ptr().cast(), self.wide);
+                self.wide = _mm256_setzero_si256();
+            }
+            self.units
+                .add_units(lanes.iter().map(|&x| i64::from(x)).sum());
+        }
+
+        #[inline(always)]
+        fn total(mut self) -> i64 {
+            <Self as Sink<V>>::end_group(&mut self);
+            self.fold_wide();
+            self.units.total()
+        }
+    }
+
+    impl Tally for VecUnits {
+        #[inline(always)]
+        fn add(&mut self, feature: Feature, n: u32) {
+            self.units.add(feature, n);
+        }
+    }
+
+    impl Sink<V> for VecUnits {
+        #[inline(always)]
+        fn add_mask(&mut self, feature: Feature, mask: V) {
+            let (weight, negative) = self.weights[feature as usize];
+            // SAFETY: see `V`.
+            unsafe {
+                let nibble = _mm256_set1_epi8(0x0F);
+                let ones = _mm256_setr_epi8(
+                    0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2,
+                    2, 3, 2, 3, 3, 4,
+                );
+                let low = _mm256_and_si256(mask.0, nibble);
+                let high = _mm256_and_si256(_mm256_srli_epi16::<4>(mask.0), nibble);
+                let counts = _mm256_add_epi8(
+                    _mm256_shuffle_epi8(ones, low),
+                    _mm256_shuffle_epi8(ones, high),
+                );
+                // Unsigned weight × signed count (0..=8), pairs summed into 16 bits.
+                let priced = _mm256_maddubs_epi16(_mm256_set1_epi8(weight as i8), counts);
+                self.narrow = if negative {
+                    _mm256_sub_epi16(self.narrow, priced)
+                } else {
+                    _mm256_add_epi16(self.narrow, priced)
+                };
+            }
+        }
+
+        #[inline(always)]
+        fn end_group(&mut self) {
+            // SAFETY: see `V`.
+            unsafe {
+                let pairs = _mm256_madd_epi16(self.narrow, _mm256_set1_epi16(1));
+                self.wide = _mm256_add_epi32(self.wide, pairs);
+                self.narrow = _mm256_setzero_si256();
+            }
+            self.groups += 1;
+            if self.groups == 1024 {
+                self.groups = 0;
+                self.fold_wide();
+            }
+        }
     }
 
     /// The two 32-byte halves' masks as one.
+    #[inline(always)]
     fn join(lo: u32, hi: u32) -> u64 {
         u64::from(lo) | u64::from(hi) << 32
     }
@@ -292,10 +497,15 @@ mod avx2 {
         ))
     }
 
+    /// The top bit of each byte. The result is passed through an empty `asm!` so that LLVM
+    /// keeps it an integer: left to itself, it rewrites the later mask arithmetic as a vector
+    /// of 64 booleans and unpacks it bit by bit (~300 instructions per block).
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn bits(v: __m256i) -> u32 {
-        _mm256_movemask_epi8(v) as u32
+        let mut m = _mm256_movemask_epi8(v) as u32;
+        std::arch::asm!("/* {0:e} */", inout(reg) m, options(pure, nomem, nostack, preserves_flags));
+        m
     }
 
     #[target_feature(enable = "avx2")]
@@ -315,21 +525,17 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn ascii(cur: &[u8; 64], prev: &[u8; 64]) -> Masks {
-        let half = |o: usize| {
-            let v = load(cur.as_ptr().add(o));
-            let p = load(prev.as_ptr().add(o));
-            [
-                in_range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), b'a', 26),
-                in_range(v, b'0', 10),
-                eq(v, b' ') | eq(v, b'\t'),
-                eq(v, b'\n') | eq(v, b'\r'),
-                bits(v),
-                bits(_mm256_cmpeq_epi8(v, p)),
-            ]
-        };
-        let (a, b) = (half(0), half(32));
-        let [letter, digit, space, newline, nonascii, same] =
-            [0, 1, 2, 3, 4, 5].map(|k| join(a[k], b[k]));
+        let (v0, v1) = (load(cur.as_ptr()), load(cur.as_ptr().add(32)));
+        let (p0, p1) = (load(prev.as_ptr()), load(prev.as_ptr().add(32)));
+        let lower = _mm256_set1_epi8(0x20);
+        let letter = |v| in_range(_mm256_or_si256(v, lower), b'a', 26);
+        let space = |v| eq(v, b' ') | eq(v, b'\t');
+        let newline = |v| eq(v, b'\n') | eq(v, b'\r');
+        let letter = join(letter(v0), letter(v1));
+        let digit = join(in_range(v0, b'0', 10), in_range(v1, b'0', 10));
+        let space = join(space(v0), space(v1));
+        let newline = join(newline(v0), newline(v1));
+        let nonascii = join(bits(v0), bits(v1));
         Masks {
             letter,
             digit,
@@ -337,7 +543,10 @@ mod avx2 {
             newline,
             punct: !(letter | digit | space | newline | nonascii),
             nonascii,
-            same,
+            same: join(
+                bits(_mm256_cmpeq_epi8(v0, p0)),
+                bits(_mm256_cmpeq_epi8(v1, p1)),
+            ),
         }
     }
 
@@ -345,33 +554,19 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn wide(cur: &[u8; 64]) -> Wide {
-        let half = |o: usize| {
-            let v = load(cur.as_ptr().add(o));
-            [
-                bits(v),
-                in_range(v, 0x80, 64),
-                in_range(v, 0xE4, 6),
-                in_range(v, 0xEB, 3),
-                eq(v, 0xE3),
-                eq(v, 0xEA),
-                eq(v, 0x80),
-                in_range(v, 0x81, 3),
-                in_range(v, 0xB0, 16),
-            ]
-        };
-        let (a, b) = (half(0), half(32));
-        let [nonascii, continuation, han, hangul, e3, ea, x80, x81_83, xb0_bf] =
-            [0, 1, 2, 3, 4, 5, 6, 7, 8].map(|k| join(a[k], b[k]));
+        let (v0, v1) = (load(cur.as_ptr()), load(cur.as_ptr().add(32)));
+        let range = |lo, n| join(in_range(v0, lo, n), in_range(v1, lo, n));
+        let byte = |b| join(eq(v0, b), eq(v1, b));
         Raw {
-            nonascii,
-            continuation,
-            han,
-            hangul,
-            e3,
-            ea,
-            x80,
-            x81_83,
-            xb0_bf,
+            nonascii: join(bits(v0), bits(v1)),
+            continuation: range(0x80, 64),
+            han: range(0xE4, 6),
+            hangul: range(0xEB, 3),
+            e3: byte(0xE3),
+            ea: byte(0xEA),
+            x80: byte(0x80),
+            x81_83: range(0x81, 3),
+            xb0_bf: range(0xB0, 16),
         }
         .wide()
     }

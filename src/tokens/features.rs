@@ -8,11 +8,18 @@
 //! one. Non-ASCII characters are decoded one by one and marked by what they are: letters
 //! (Cyrillic, accented Latin, combining marks) join words, Unicode spaces and line separators
 //! act as spaces and line breaks, and the rest (CJK, kana, hangul, emoji, symbols) is counted
-//! by script and separates runs. CJK ideographs U+4000..=U+9FFF are counted straight from
-//! their lead bytes, without decoding.
+//! by script and separates runs. CJK and hangul are counted straight from their first two
+//! bytes, without decoding.
 //!
-//! Invariant: [`features`] equals a byte-by-byte count of the same patterns
-//! (`matches_reference`, property-tested), whichever classifier runs.
+//! The pattern arithmetic ([`patterns`]) is written once over [`Lanes`]: `u64` for one block,
+//! or (on the AVX2 path, for texts of four blocks or more) four blocks at a time in the 64-bit
+//! lanes of a vector, priced there with byte popcounts and multiply-adds.
+//!
+//! Invariants: [`features`] equals a byte-by-byte count of the same patterns
+//! (`matches_reference`, property-tested), whichever classifier runs; the vector path's
+//! estimate equals the one-block path's (`vector_and_scalar_paths_agree`).
+
+use std::ops::{BitAnd, BitOr, Not};
 
 use super::classify::{Classifier, Classify, Scan};
 
@@ -92,6 +99,36 @@ pub enum Feature {
     Symbol,
 }
 
+/// How many [`Feature`]s there are.
+pub(crate) const FEATURES: usize = 21;
+
+impl Feature {
+    /// Every feature, in declaration order (`ALL[f as usize] == f`).
+    pub(crate) const ALL: [Self; FEATURES] = [
+        Self::Word,
+        Self::LongLetter,
+        Self::OtherLetter,
+        Self::DigitRun,
+        Self::DigitExtra,
+        Self::SpaceDigit,
+        Self::PunctRun,
+        Self::Glued,
+        Self::PunctMixed,
+        Self::PunctRepeat,
+        Self::MultiSpace,
+        Self::SpaceAlone,
+        Self::Newline,
+        Self::Indent,
+        Self::Han,
+        Self::Kana,
+        Self::Hangul,
+        Self::Joiner,
+        Self::Astral,
+        Self::Dingbat,
+        Self::Symbol,
+    ];
+}
+
 /// Where the counts go: [`Features`] keeps each one; the estimate keeps only their priced
 /// sum, in one register.
 pub trait Tally {
@@ -159,24 +196,77 @@ pub(crate) fn kind(c: char) -> Char {
     }
 }
 
-/// The masks of the previous block that the patterns look back into.
+/// The masks of one block once its non-ASCII characters are marked (`L = u64`), or of
+/// several consecutive blocks, one per lane.
 #[derive(Clone, Copy, Default)]
-struct Carry {
-    word: u64,
-    /// Bytes ending a run of ≥ 2 word bytes, ≥ 4 word bytes.
-    word2: u64,
-    word4: u64,
-    digit: u64,
-    digit2: u64,
-    punct: u64,
-    space: u64,
-    newline: u64,
+pub(crate) struct Block<L> {
+    word: L,
+    letter: L,
+    digit: L,
+    punct: L,
+    space: L,
+    newline: L,
+    same: L,
+    /// Characters that are none of the above (CJK, emoji, symbols); only non-ASCII ones can be.
+    other: L,
 }
 
-/// `x` seen `k` bytes later: bit `i` is bit `i - k` of `x`, continued from the previous block.
-#[inline]
-fn back(x: u64, carry: u64, k: u32) -> u64 {
-    (x << k) | (carry >> (64 - k))
+/// The masks of the block before that the patterns look back into (the last lane's, for
+/// several blocks at once).
+#[derive(Clone, Copy, Default)]
+struct Carry<L> {
+    word: L,
+    /// Bytes ending a run of ≥ 2 word bytes, ≥ 4 word bytes.
+    word2: L,
+    word4: L,
+    digit: L,
+    digit2: L,
+    punct: L,
+    space: L,
+    newline: L,
+}
+
+/// Masks of one block (`u64`) or of several consecutive blocks at once, one per lane (the
+/// AVX2 path packs four): the pattern arithmetic is written once for both.
+pub(crate) trait Lanes:
+    Copy + Default + BitAnd<Output = Self> + BitOr<Output = Self> + Not<Output = Self>
+{
+    /// Blocks per value.
+    const BLOCKS: usize;
+    /// One value from `BLOCKS` consecutive blocks' masks.
+    fn pack(blocks: &[u64]) -> Self;
+    /// `self` seen `k` bytes later: each block's bits move up by `k`, and the top `k` bits of
+    /// the block before it (the previous lane, or `carry`'s last lane) come in below.
+    fn back(self, carry: Self, k: u32) -> Self;
+}
+
+impl Lanes for u64 {
+    const BLOCKS: usize = 1;
+
+    #[inline(always)]
+    fn pack(blocks: &[u64]) -> Self {
+        blocks[0]
+    }
+
+    #[inline(always)]
+    fn back(self, carry: Self, k: u32) -> Self {
+        (self << k) | (carry >> (64 - k))
+    }
+}
+
+/// Where the masks of each pattern go to be counted or priced.
+pub(crate) trait Sink<L>: Tally {
+    fn add_mask(&mut self, feature: Feature, mask: L);
+
+    /// Called after each `Lanes::BLOCKS` blocks (vector sinks fold their narrow sums).
+    fn end_group(&mut self) {}
+}
+
+impl<T: Tally> Sink<u64> for T {
+    #[inline(always)]
+    fn add_mask(&mut self, feature: Feature, mask: u64) {
+        self.add(feature, mask.count_ones());
+    }
 }
 
 /// The bits `from..to` (`to <= 64`).
@@ -200,11 +290,11 @@ pub fn tally<T: Tally>(text: &str, tally: T) -> T {
 
 /// [`tally`] with a given classifier.
 #[must_use]
-pub fn tally_with<T: Tally>(text: &str, classifier: Classifier, tally: T) -> T {
+pub(crate) fn tally_with<T: Tally>(text: &str, classifier: Classifier, tally: T) -> T {
     classifier.run(Count { text, tally })
 }
 
-/// The counting pass of [`tally_with`].
+/// The counting pass of [`tally_with`]: one block at a time.
 struct Count<'a, T> {
     text: &'a str,
     tally: T,
@@ -215,173 +305,211 @@ impl<T: Tally> Scan for Count<'_, T> {
 
     #[inline(always)]
     fn scan(self, classify: &impl Classify) -> T {
-        count(self.text, classify, self.tally)
+        let mut tally = self.tally;
+        drive::<u64, T>(self.text, classify, &mut tally);
+        tally
     }
 }
 
+/// Feeds every pattern of `text` to `sink`, `L::BLOCKS` blocks at a time.
 #[inline(always)]
-fn count<T: Tally>(text: &str, classify: &impl Classify, tally: T) -> T {
+pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, sink: &mut S) {
     let bytes = text.as_bytes();
-    let mut counter = Counter {
-        text,
-        tally,
-        carry: Carry::default(),
-        spill: None,
-    };
+    let mut carry = Carry::<L>::default();
+    // A character whose bytes run on into the next block: how many, and what it is.
+    let mut spill: Option<(usize, Char)> = None;
+    let mut group = [Block::<u64>::default(); 4];
+    let mut filled = 0;
     let mut off = 0;
     while off < bytes.len() {
         let len = (bytes.len() - off).min(64);
-        match off
+        let window = off
             .checked_sub(1)
-            .and_then(|before| bytes[before..].first_chunk::<65>())
-        {
+            .and_then(|before| bytes[before..].first_chunk::<65>());
+        group[filled] = match window {
             // The hot path: a whole block, read in place with the byte before it.
             Some(window) if len == 64 => {
-                counter.block(
-                    classify,
-                    off,
-                    first64(&window[1..]),
-                    first64(window),
-                    u64::MAX,
-                );
+                let (cur, prev) = (first64(&window[1..]), first64(window));
+                block(classify, text, off, cur, prev, u64::MAX, &mut spill, sink)
             }
             _ => {
                 // The first block and a short last one: copy into a zero-padded buffer.
                 let mut buf = [0u8; 65];
                 buf[0] = off.checked_sub(1).map_or(0, |before| bytes[before]);
                 buf[1..=len].copy_from_slice(&bytes[off..off + len]);
-                counter.block(
+                let (cur, prev) = (first64(&buf[1..]), first64(&buf));
+                block(
                     classify,
+                    text,
                     off,
-                    first64(&buf[1..]),
-                    first64(&buf),
+                    cur,
+                    prev,
                     span(0, len),
-                );
+                    &mut spill,
+                    sink,
+                )
             }
+        };
+        filled += 1;
+        if filled == L::BLOCKS {
+            patterns(&pack::<L>(&group[..filled]), &mut carry, sink);
+            filled = 0;
         }
         off += len;
     }
-    let mut f = counter.tally;
+    if filled > 0 {
+        // Empty blocks after the end: no class bits, so no patterns.
+        group[filled..].fill(Block::default());
+        patterns(&pack::<L>(&group[..L::BLOCKS]), &mut carry, sink);
+    }
     // The end of the text follows a trailing space the way a CJK character would.
-    if text
-        .chars()
-        .next_back()
-        .is_some_and(|c| c == ' ' || c == '\t' || kind(c) == Char::Space)
-    {
-        f.add(Feature::SpaceAlone, 1);
+    let trailing_space = match bytes.last() {
+        Some(b' ' | b'\t') => true,
+        Some(b) if b.is_ascii() => false,
+        _ => text
+            .chars()
+            .next_back()
+            .is_some_and(|c| kind(c) == Char::Space),
+    };
+    if trailing_space {
+        sink.add(Feature::SpaceAlone, 1);
     }
-    f
 }
 
-/// The state of a count between blocks.
-struct Counter<'a, T> {
-    text: &'a str,
-    tally: T,
-    carry: Carry,
-    /// A character whose bytes run on into the next block: how many, and what it is.
-    spill: Option<(usize, Char)>,
-}
-
-impl<T: Tally> Counter<'_, T> {
-    /// Counts the block at byte `off`: `cur`, with `prev` the same shifted back by one byte,
-    /// and `valid` the bits of `cur` inside the text.
-    #[inline(always)]
-    fn block(
-        &mut self,
-        classify: &impl Classify,
-        off: usize,
-        cur: &[u8; 64],
-        prev: &[u8; 64],
-        valid: u64,
-    ) {
-        let (f, carry, text) = (&mut self.tally, self.carry, self.text);
-        let m = classify.ascii(cur, prev);
-        let letter = m.letter & valid;
-        let digit = m.digit & valid;
-        let punct = m.punct & valid;
-        let mut word = letter;
-        let mut space = m.space & valid;
-        let mut newline = m.newline & valid;
-        let ascii = m.nonascii & valid == 0;
-        if !ascii {
-            let mut mark = |c: Char, bits: u64| match c {
-                Char::Letter => word |= bits,
-                Char::Space => space |= bits,
-                Char::Newline => newline |= bits,
-                Char::Alone(_) => {}
-            };
-            if let Some((n, c)) = self.spill.take() {
-                mark(c, span(0, n));
-            }
-            let wide = classify.wide(cur);
-            f.add(Feature::Han, (wide.han & valid).count_ones());
-            f.add(Feature::Kana, (wide.kana & valid).count_ones());
-            f.add(Feature::Hangul, (wide.hangul & valid).count_ones());
-            let mut leads = wide.lead & valid;
-            while leads != 0 {
-                let i = leads.trailing_zeros() as usize;
-                leads &= leads - 1;
-                let Some(ch) = text.get(off + i..).and_then(|s| s.chars().next()) else {
-                    continue;
-                };
-                let c = kind(ch);
-                match c {
-                    Char::Letter => f.add(Feature::OtherLetter, 1),
-                    Char::Alone(feature) => f.add(feature, 1),
-                    Char::Space | Char::Newline => {}
-                }
-                let end = i + ch.len_utf8();
-                mark(c, span(i, end.min(64)));
-                if end > 64 {
-                    self.spill = Some((end - 64, c));
-                }
-            }
-        }
-
-        let word1 = back(word, carry.word, 1);
-        let word2 = word & word1;
-        let word4 = word2 & back(word2, carry.word2, 2);
-        let word7 = word4 & back(word4, carry.word4, 3);
-        let digit1 = back(digit, carry.digit, 1);
-        let digit2 = digit & digit1;
-        let digit4 = digit2 & back(digit2, carry.digit2, 2);
-        let punct1 = back(punct, carry.punct, 1);
-        let punct2 = back(punct, carry.punct, 2);
-        let space1 = back(space, carry.space, 1);
-        let space2 = back(space, carry.space, 2);
-        let newline1 = back(newline, carry.newline, 1);
-        let run_punct = punct & punct1;
-
-        f.add(Feature::Word, (word & !word1).count_ones());
-        f.add(Feature::LongLetter, (letter & word7).count_ones());
-        f.add(Feature::DigitRun, (digit & !digit1).count_ones());
-        f.add(Feature::DigitExtra, digit4.count_ones());
-        f.add(Feature::SpaceDigit, (digit & space1).count_ones());
-        f.add(Feature::PunctRun, (punct & !punct1).count_ones());
-        f.add(Feature::Glued, (word & punct1 & !punct2).count_ones());
-        f.add(Feature::PunctMixed, (run_punct & !m.same).count_ones());
-        f.add(Feature::PunctRepeat, (run_punct & m.same).count_ones());
-        let solid = word | digit | punct;
-        f.add(Feature::MultiSpace, (solid & space1 & space2).count_ones());
-        if !ascii {
-            // Only a non-ASCII character can be none of these classes.
-            let other = valid & !(solid | space | newline);
-            f.add(Feature::SpaceAlone, (other & space1).count_ones());
-        }
-        f.add(Feature::Newline, (newline & !newline1).count_ones());
-        f.add(Feature::Indent, (space & newline1).count_ones());
-
-        self.carry = Carry {
-            word,
-            word2,
-            word4,
-            digit,
-            digit2,
-            punct,
-            space,
-            newline,
+/// The masks of the block at byte `off`: `cur`, with `prev` the same shifted back by one
+/// byte, and `valid` the bits of `cur` inside the text. Non-ASCII characters are counted
+/// into `tally` and marked in the masks.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn block(
+    classify: &impl Classify,
+    text: &str,
+    off: usize,
+    cur: &[u8; 64],
+    prev: &[u8; 64],
+    valid: u64,
+    spill: &mut Option<(usize, Char)>,
+    tally: &mut impl Tally,
+) -> Block<u64> {
+    let m = classify.ascii(cur, prev);
+    let letter = m.letter & valid;
+    let digit = m.digit & valid;
+    let punct = m.punct & valid;
+    let mut b = Block {
+        word: letter,
+        letter,
+        digit,
+        punct,
+        space: m.space & valid,
+        newline: m.newline & valid,
+        same: m.same,
+        other: 0,
+    };
+    if m.nonascii & valid == 0 {
+        return b;
+    }
+    let mut mark = |c: Char, bits: u64| match c {
+        Char::Letter => b.word |= bits,
+        Char::Space => b.space |= bits,
+        Char::Newline => b.newline |= bits,
+        Char::Alone(_) => {}
+    };
+    if let Some((n, c)) = spill.take() {
+        mark(c, span(0, n));
+    }
+    let wide = classify.wide(cur);
+    tally.add(Feature::Han, (wide.han & valid).count_ones());
+    tally.add(Feature::Kana, (wide.kana & valid).count_ones());
+    tally.add(Feature::Hangul, (wide.hangul & valid).count_ones());
+    let mut leads = wide.lead & valid;
+    while leads != 0 {
+        let i = leads.trailing_zeros() as usize;
+        leads &= leads - 1;
+        let Some(ch) = text.get(off + i..).and_then(|s| s.chars().next()) else {
+            continue;
         };
+        let c = kind(ch);
+        match c {
+            Char::Letter => tally.add(Feature::OtherLetter, 1),
+            Char::Alone(feature) => tally.add(feature, 1),
+            Char::Space | Char::Newline => {}
+        }
+        let end = i + ch.len_utf8();
+        mark(c, span(i, end.min(64)));
+        if end > 64 {
+            *spill = Some((end - 64, c));
+        }
     }
+    b.other = valid & !(b.word | b.digit | b.punct | b.space | b.newline);
+    b
+}
+
+/// The masks of `L::BLOCKS` consecutive blocks, one per lane.
+#[inline(always)]
+fn pack<L: Lanes>(group: &[Block<u64>]) -> Block<L> {
+    let lanes = |field: fn(&Block<u64>) -> u64| {
+        let mut masks = [0u64; 4];
+        for (mask, block) in masks.iter_mut().zip(group) {
+            *mask = field(block);
+        }
+        L::pack(&masks[..L::BLOCKS])
+    };
+    Block {
+        word: lanes(|b| b.word),
+        letter: lanes(|b| b.letter),
+        digit: lanes(|b| b.digit),
+        punct: lanes(|b| b.punct),
+        space: lanes(|b| b.space),
+        newline: lanes(|b| b.newline),
+        same: lanes(|b| b.same),
+        other: lanes(|b| b.other),
+    }
+}
+
+/// Feeds the patterns of `b` to `sink`, and leaves in `carry` what the next blocks look back
+/// into.
+#[inline(always)]
+fn patterns<L: Lanes>(b: &Block<L>, carry: &mut Carry<L>, sink: &mut impl Sink<L>) {
+    let word1 = b.word.back(carry.word, 1);
+    let word2 = b.word & word1;
+    let word4 = word2 & word2.back(carry.word2, 2);
+    let word7 = word4 & word4.back(carry.word4, 3);
+    let digit1 = b.digit.back(carry.digit, 1);
+    let digit2 = b.digit & digit1;
+    let digit4 = digit2 & digit2.back(carry.digit2, 2);
+    let punct1 = b.punct.back(carry.punct, 1);
+    let punct2 = b.punct.back(carry.punct, 2);
+    let space1 = b.space.back(carry.space, 1);
+    let space2 = b.space.back(carry.space, 2);
+    let newline1 = b.newline.back(carry.newline, 1);
+    let run_punct = b.punct & punct1;
+    let solid = b.word | b.digit | b.punct;
+
+    sink.add_mask(Feature::Word, b.word & !word1);
+    sink.add_mask(Feature::LongLetter, b.letter & word7);
+    sink.add_mask(Feature::DigitRun, b.digit & !digit1);
+    sink.add_mask(Feature::DigitExtra, digit4);
+    sink.add_mask(Feature::SpaceDigit, b.digit & space1);
+    sink.add_mask(Feature::PunctRun, b.punct & !punct1);
+    sink.add_mask(Feature::Glued, b.word & punct1 & !punct2);
+    sink.add_mask(Feature::PunctMixed, run_punct & !b.same);
+    sink.add_mask(Feature::PunctRepeat, run_punct & b.same);
+    sink.add_mask(Feature::MultiSpace, solid & space1 & space2);
+    sink.add_mask(Feature::SpaceAlone, b.other & space1);
+    sink.add_mask(Feature::Newline, b.newline & !newline1);
+    sink.add_mask(Feature::Indent, b.space & newline1);
+    sink.end_group();
+
+    *carry = Carry {
+        word: b.word,
+        word2,
+        word4,
+        digit: b.digit,
+        digit2,
+        punct: b.punct,
+        space: b.space,
+        newline: b.newline,
+    };
 }
 
 /// The first 64 bytes of a slice known to hold at least that many.

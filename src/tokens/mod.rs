@@ -75,7 +75,7 @@ const UNIT: i64 = 100;
 /// The price of each [`Features`] count, in hundredths of a token (negative prices undo part
 /// of a price already paid: a glued word's punctuation, an indented line's break).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Prices {
+pub(crate) struct Prices {
     word: i64,
     long_letter: i64,
     other_letter: i64,
@@ -138,6 +138,34 @@ const O200K: Prices = Prices {
     hangul: 35,
 };
 
+/// A price as the vector path multiplies by it: its magnitude as a byte, and its sign.
+pub(crate) type ByteWeight = (u8, bool);
+
+/// Every feature's [`ByteWeight`], built at compile time.
+const fn byte_weights(prices: &Prices) -> [ByteWeight; features::FEATURES] {
+    let mut out = [(0, false); features::FEATURES];
+    let mut i = 0;
+    while i < features::FEATURES {
+        let price = prices.of(Feature::ALL[i]);
+        // Non-pattern features (scripts) are never priced this way; a test checks that
+        // every pattern price fits.
+        let magnitude = price.unsigned_abs();
+        out[i] = (
+            if magnitude > 255 {
+                255
+            } else {
+                magnitude as u8
+            },
+            price < 0,
+        );
+        i += 1;
+    }
+    out
+}
+
+static CL100K_BYTES: [ByteWeight; features::FEATURES] = byte_weights(&CL100K);
+static O200K_BYTES: [ByteWeight; features::FEATURES] = byte_weights(&O200K);
+
 impl Prices {
     /// The price of one count of `feature`.
     #[inline(always)]
@@ -170,9 +198,25 @@ impl Prices {
 
 /// The estimate while it is being counted: the priced sum of the features so far, in
 /// hundredths of a token (no per-feature counts are kept).
-struct Units {
+pub(crate) struct Units {
     prices: &'static Prices,
     units: i64,
+}
+
+impl Units {
+    pub(crate) fn new(prices: &'static Prices) -> Self {
+        Self { prices, units: 0 }
+    }
+
+    /// Adds a sum priced elsewhere (the vector path's).
+    #[inline(always)]
+    pub(crate) fn add_units(&mut self, units: i64) {
+        self.units += units;
+    }
+
+    pub(crate) fn total(&self) -> i64 {
+        self.units
+    }
 }
 
 impl Tally for Units {
@@ -182,6 +226,26 @@ impl Tally for Units {
         // blocks; saturating here would cost a third of the scan.
         self.units += i64::from(n) * self.prices.of(feature);
     }
+}
+
+/// The pass that prices a text.
+struct Estimate<'a> {
+    text: &'a str,
+    encoding: Encoding,
+}
+
+impl classify::Scan for Estimate<'_> {
+    type Output = i64;
+
+    #[inline(always)]
+    fn scan(self, classify: &impl classify::Classify) -> i64 {
+        classify.units(self.text, self.encoding)
+    }
+}
+
+/// The estimate of `text` in hundredths of a token, with a given classifier.
+fn units_with(text: &str, encoding: Encoding, classifier: classify::Classifier) -> i64 {
+    classifier.run(Estimate { text, encoding })
 }
 
 /// Which tokenizer the estimate imitates. They agree within a few percent on English, code
@@ -197,10 +261,18 @@ pub enum Encoding {
 }
 
 impl Encoding {
-    const fn prices(self) -> &'static Prices {
+    pub(crate) const fn prices(self) -> &'static Prices {
         match self {
             Self::Cl100k => &CL100K,
             Self::O200k => &O200K,
+        }
+    }
+
+    /// The prices as the vector path multiplies by them.
+    pub(crate) fn byte_weights(self) -> &'static [ByteWeight; features::FEATURES] {
+        match self {
+            Self::Cl100k => &CL100K_BYTES,
+            Self::O200k => &O200K_BYTES,
         }
     }
 
@@ -247,10 +319,7 @@ pub fn estimate_tokens_for(text: &str, encoding: Encoding) -> u32 {
     if text.is_empty() {
         return 0;
     }
-    let prices = encoding.prices();
-    let units = features::tally(text, Units { prices, units: 0 })
-        .units
-        .max(UNIT);
+    let units = units_with(text, encoding, classify::Classifier::detect()).max(UNIT);
     // `units` is at least UNIT, so it converts; round up to whole tokens.
     u32::try_from(
         u64::try_from(units)
@@ -336,6 +405,97 @@ impl TokenTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use proptest::prelude::*;
+
+    /// Every feature's count times its price, field by field.
+    fn priced(f: &Features, p: &Prices) -> i64 {
+        let pairs = [
+            (f.word, Feature::Word),
+            (f.long_letter, Feature::LongLetter),
+            (f.other_letter, Feature::OtherLetter),
+            (f.digit_run, Feature::DigitRun),
+            (f.digit_extra, Feature::DigitExtra),
+            (f.space_digit, Feature::SpaceDigit),
+            (f.punct_run, Feature::PunctRun),
+            (f.glued, Feature::Glued),
+            (f.punct_mixed, Feature::PunctMixed),
+            (f.punct_repeat, Feature::PunctRepeat),
+            (f.multi_space, Feature::MultiSpace),
+            (f.space_alone, Feature::SpaceAlone),
+            (f.newline, Feature::Newline),
+            (f.indent, Feature::Indent),
+            (f.han, Feature::Han),
+            (f.kana, Feature::Kana),
+            (f.hangul, Feature::Hangul),
+            (f.joiner, Feature::Joiner),
+            (f.astral, Feature::Astral),
+            (f.dingbat, Feature::Dingbat),
+            (f.symbol, Feature::Symbol),
+        ];
+        pairs
+            .iter()
+            .map(|&(n, feature)| n as i64 * p.of(feature))
+            .sum()
+    }
+
+    const MIXED: &str =
+        "[ a-zA-Z0-9.,:;(){}\\[\\]\"'=_/\\-\t\n\r\u{a0}\u{2028}éЖ中こ한。😀\u{200d}✓—]{0,700}";
+
+    proptest! {
+        /// The vector path (four blocks per step, byte popcounts, multiply-adds) and the
+        /// one-block path give the same estimate, and both are the priced feature counts.
+        #[test]
+        fn vector_and_scalar_paths_agree(text in MIXED) {
+            for encoding in [Encoding::Cl100k, Encoding::O200k] {
+                let scalar = units_with(&text, encoding, classify::Classifier::SCALAR);
+                prop_assert_eq!(units_with(&text, encoding, classify::Classifier::detect()), scalar);
+                prop_assert_eq!(priced(&features::features(&text), encoding.prices()), scalar);
+            }
+        }
+
+        #[test]
+        fn vector_and_scalar_paths_agree_on_any_text(text in any::<String>()) {
+            let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
+            prop_assert_eq!(units_with(&text, Encoding::Cl100k, classify::Classifier::detect()), scalar);
+        }
+    }
+
+    #[test]
+    fn vector_path_folds_long_texts_exactly() {
+        // Over 1,024 groups of four blocks, so the 32-bit sums are folded mid-text.
+        let text = "fn main() { let x = 42; }\n    // 中文 Ж — done.\n".repeat(8_000);
+        assert!(text.len() > 1_024 * 256);
+        let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
+        assert_eq!(
+            units_with(&text, Encoding::Cl100k, classify::Classifier::detect()),
+            scalar
+        );
+    }
+
+    #[test]
+    fn pattern_prices_fit_a_byte() {
+        // The vector path multiplies counts by |price| as an unsigned byte.
+        for prices in [&CL100K, &O200K] {
+            for feature in [
+                Feature::Word,
+                Feature::LongLetter,
+                Feature::DigitRun,
+                Feature::DigitExtra,
+                Feature::SpaceDigit,
+                Feature::PunctRun,
+                Feature::Glued,
+                Feature::PunctMixed,
+                Feature::PunctRepeat,
+                Feature::MultiSpace,
+                Feature::SpaceAlone,
+                Feature::Newline,
+                Feature::Indent,
+            ] {
+                assert!(prices.of(feature).unsigned_abs() < 256, "{feature:?}");
+            }
+        }
+    }
 
     fn assert_in(text: &str, range: std::ops::RangeInclusive<u32>) {
         let got = estimate_tokens(text);
