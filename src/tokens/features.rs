@@ -3,7 +3,7 @@
 //! Every feature is a local pattern over byte classes — a letter whose six predecessors are
 //! letters too, a digit right after a space, a punctuation character after a different one —
 //! so a 64-byte block becomes a few 64-bit masks (one bit per byte, from
-//! [`super::classify`]) and each feature a shift, an AND and a popcount. Masks carry their top
+//! `classify`) and each feature a shift, an AND and a popcount. Masks carry their top
 //! bits into the next block, so a pattern that straddles two blocks counts as it would inside
 //! one. Non-ASCII characters are decoded one by one and marked by what they are: letters
 //! (Cyrillic, accented Latin, combining marks) join words, Unicode spaces and line separators
@@ -11,7 +11,7 @@
 //! by script and separates runs. CJK and hangul are counted straight from their first two
 //! bytes, without decoding.
 //!
-//! The pattern arithmetic ([`patterns`]) is written once over [`Lanes`]: `u64` for one block,
+//! The pattern arithmetic (`patterns`) is written once over `Lanes`: `u64` for one block,
 //! or (on the AVX2 path, for texts of four blocks or more) four blocks at a time in the 64-bit
 //! lanes of a vector, priced there with byte popcounts and multiply-adds.
 //!
