@@ -73,6 +73,27 @@ fn with_str<R>(
     Ok(f(text))
 }
 
+/// Calls `f` with each item of `items` and its index: a tuple or list is indexed directly
+/// (message contents are tuples), anything else iterated.
+fn for_each_item<'py>(
+    items: &Bound<'py, PyAny>,
+    f: &mut dyn FnMut(usize, Bound<'py, PyAny>) -> PyResult<()>,
+) -> PyResult<()> {
+    if let Ok(tuple) = items.cast::<PyTuple>() {
+        tuple
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| f(i, item))
+    } else if let Ok(list) = items.cast::<PyList>() {
+        list.iter().enumerate().try_for_each(|(i, item)| f(i, item))
+    } else {
+        for (i, item) in items.try_iter()?.enumerate() {
+            f(i, item?)?;
+        }
+        Ok(())
+    }
+}
+
 /// Count a tool result's `content` (a string, or a sequence of text and image blocks).
 fn tally_result_content(
     py: Python<'_>,
@@ -85,8 +106,7 @@ fn tally_result_content(
         tally.text(s.to_str()?);
         return Ok(());
     }
-    for (j, part) in content.try_iter()?.enumerate() {
-        let part = part?;
+    for_each_item(content, &mut |j, part| {
         let ty = part.get_type();
         if ty.is(c.text.bind(py)) {
             with_str(
@@ -103,8 +123,8 @@ fn tally_result_content(
                 format!("{}.content[{j}]", path()),
             ));
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Check that `msg` is a `ctxtrim.Message` (the exact class: messages validate themselves at
@@ -156,8 +176,7 @@ pub fn meta_of(
     let mut tool_results = Vec::new();
     let mut other_content = false;
     let content = msg.getattr(intern!(py, "content"))?;
-    for (i, block) in content.try_iter()?.enumerate() {
-        let block = block?;
+    let mut add_block = |i: usize, block: Bound<'_, PyAny>| -> PyResult<()> {
         let bpath = || format!("{path}.content[{i}]");
         let ty = block.get_type();
         if ty.is(c.tool_result.bind(py)) {
@@ -168,7 +187,7 @@ pub fn meta_of(
             tally.tool_result();
             let content = block.getattr(intern!(py, "content"))?;
             tally_result_content(py, c, &content, &bpath, &mut tally)?;
-            continue;
+            return Ok(());
         }
         other_content = true;
         if ty.is(c.text.bind(py)) {
@@ -198,7 +217,9 @@ pub fn meta_of(
         } else {
             return Err(invalid_message("not a content block", bpath()));
         }
-    }
+        Ok(())
+    };
+    for_each_item(&content, &mut add_block)?;
     let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
     meta.tool_uses = tool_uses;
     meta.tool_results = tool_results;
