@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxtrim import (
     HeuristicTokenCounter,
@@ -73,3 +76,26 @@ def test_log_encoding_prices_its_messages_and_is_inherited() -> None:
     assert fork.encoding == snap.encoding == "o200k_base"
     assert fork.token_counts() == snap.token_counts() == log.token_counts()
     assert repr(counter) == "HeuristicTokenCounter(encoding='o200k_base')"
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text(), _JSON, max_size=5))
+def test_tool_input_is_priced_as_its_msgspec_json(tool_input: dict[str, object]) -> None:
+    # The core writes the input's JSON itself (no round trip through msgspec for plain data);
+    # the price must be that of the exact text msgspec would produce.
+    def priced(value: dict[str, object]) -> int:
+        return _core.message_tokens(Message.assistant(tool_uses=[("t1", "search", value)]))
+
+    json_text = msgspec.json.encode(tool_input).decode()
+    assert priced(tool_input) - priced({}) == estimate_tokens(json_text) - estimate_tokens("{}")

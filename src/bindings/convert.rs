@@ -7,7 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
@@ -71,6 +71,94 @@ fn with_str<R>(
         .to_str()
         .map_err(|_| invalid_message("string is not valid UTF-8", format!("{}.{field}", path())))?;
     Ok(f(text))
+}
+
+/// Nesting below which [`write_json`] recurses; deeper values (and cycles) go to msgspec.
+const JSON_DEPTH: u32 = 32;
+
+/// Appends `value` to `out` as the compact JSON `msgspec.json.encode` writes, so that a tool
+/// call's input is priced without a round trip through Python for the common types (strings,
+/// integers, booleans, None, str-keyed dicts, lists, tuples). Anything else — floats (whose
+/// shortest form msgspec spells its own way), structs, dates, non-string keys, very deep
+/// nesting — is encoded by msgspec, whose error (a cycle, an
+/// unsupported type) is the caller's "not JSON-encodable".
+fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u32) -> PyResult<()> {
+    use std::fmt::Write;
+    if depth < JSON_DEPTH {
+        if let Ok(s) = value.cast_exact::<PyString>() {
+            write_json_str(s.to_str()?, out);
+            return Ok(());
+        }
+        if value.is_none() {
+            out.push_str("null");
+            return Ok(());
+        }
+        if let Ok(b) = value.cast_exact::<PyBool>() {
+            out.push_str(if b.is_true() { "true" } else { "false" });
+            return Ok(());
+        }
+        if let Ok(i) = value.cast_exact::<PyInt>() {
+            if let Ok(v) = i.extract::<i64>() {
+                let _ = write!(out, "{v}");
+                return Ok(());
+            }
+        }
+        if let Ok(d) = value.cast_exact::<PyDict>() {
+            if d.keys()
+                .iter()
+                .all(|k| k.is_exact_instance_of::<PyString>())
+            {
+                out.push('{');
+                for (i, (k, v)) in d.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_json_str(k.cast::<PyString>()?.to_str()?, out);
+                    out.push(':');
+                    write_json(c, &v, out, depth + 1)?;
+                }
+                out.push('}');
+                return Ok(());
+            }
+        }
+        if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
+            out.push('[');
+            for_each_item(value, &mut |i, item| {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(c, &item, out, depth + 1)
+            })?;
+            out.push(']');
+            return Ok(());
+        }
+    }
+    let encoded = c.json_encode.bind(value.py()).call1((value,))?;
+    out.push_str(std::str::from_utf8(encoded.extract::<&[u8]>()?).unwrap_or_default());
+    Ok(())
+}
+
+/// Appends `s` as a JSON string: quotes, backslashes and control characters escaped, the rest
+/// (non-ASCII included) as is.
+fn write_json_str(s: &str, out: &mut String) {
+    use std::fmt::Write;
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 /// Calls `f` with each item of `items` and its index: a tuple or list is indexed directly
@@ -193,19 +281,15 @@ pub fn meta_of(
         if ty.is(c.text.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
-            let input = c
-                .json_encode
-                .bind(py)
-                .call1((block.getattr(intern!(py, "input"))?,))
-                .map_err(|e| {
-                    invalid_message(
-                        format!("not JSON-encodable: {e}"),
-                        format!("{}.input", bpath()),
-                    )
-                })?;
-            let json = std::str::from_utf8(input.extract::<&[u8]>()?).unwrap_or_default();
+            let mut json = String::new();
+            write_json(c, &block.getattr(intern!(py, "input"))?, &mut json, 0).map_err(|e| {
+                invalid_message(
+                    format!("not JSON-encodable: {e}"),
+                    format!("{}.input", bpath()),
+                )
+            })?;
             with_str(&block, intern!(py, "name"), bpath, |name| {
-                tally.tool_use(name, json)
+                tally.tool_use(name, &json)
             })?;
             tool_uses.push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
                 Box::<str>::from(s)
