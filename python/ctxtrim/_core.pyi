@@ -74,8 +74,8 @@ class MessageLog:
         tokens: Sequence[int] | None = None,
         encoding: str = "cl100k_base",
     ) -> MessageLog: ...
-    def append(self, message: Message, *, tokens: int | None = None) -> int:
-        """Append one message; ``tokens`` overrides the estimate. Returns its index."""
+    def append(self, message: Message, *, tokens: int | None = None) -> None:
+        """Append one message; ``tokens`` overrides the estimate."""
 
     def extend(self, messages: Iterable[Message], *, tokens: Sequence[int] | None = None) -> None:
         """Append several messages atomically: all are checked first, then all are added."""

@@ -217,20 +217,25 @@ fn tally_result_content(
 
 /// Check that `msg` is a `ctxtrim.Message` (the exact class: messages validate themselves at
 /// construction, so this is all a log needs to check before accepting one).
+///
+/// Inlined, with the error built out of line: this runs on every append, where a call and
+/// the stack frame of the error's formatting cost as much as the check itself.
+#[inline]
 pub fn check_message<'py>(msg: &Bound<'py, PyAny>, path: &str) -> PyResult<&'py Classes> {
-    let py = msg.py();
-    let c = classes(py)?;
-    // A pointer comparison: this runs on every append.
+    let c = classes(msg.py())?;
     if msg.get_type_ptr() == c.message.as_ptr().cast() {
         Ok(c)
     } else {
-        Err(invalid_message(
-            format!(
-                "expected a ctxtrim.Message, got {}",
-                msg.get_type().name()?.to_str()?
-            ),
-            path,
-        ))
+        Err(not_a_message(msg, path))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn not_a_message(msg: &Bound<'_, PyAny>, path: &str) -> PyErr {
+    match msg.get_type().name() {
+        Ok(name) => invalid_message(format!("expected a ctxtrim.Message, got {name}"), path),
+        Err(e) => e,
     }
 }
 

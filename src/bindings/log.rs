@@ -8,7 +8,9 @@
 //!
 //! `to_list`/`tail`/`[i]` do not need the index: they read a Python list that mirrors the
 //! log (append-only while installed, replaced — never mutated — by rewrites), so a read is
-//! one list-slice copy. Snapshots and forks share their parent's mirror up to their length.
+//! one list-slice copy. The mirror lags behind: appends only queue, and a read first appends
+//! the messages the mirror lacks (each message once, as before, but off the append path).
+//! Snapshots and forks share their parent's mirror up to their length.
 //!
 //! Locking: one `parking_lot` mutex per log, taken with `lock_py_attached` (a thread that
 //! must wait for it detaches first, so a GIL holder never blocks on a lock whose owner
@@ -40,7 +42,8 @@ type Log = MessageLog<Payload>;
 enum Mirror {
     /// Not built yet (or dropped by a rewrite): the next read builds it from the log.
     None,
-    /// Ours: holds exactly the log's messages followed by the queued ones; appends extend it.
+    /// Ours: its items are our first `len(list)` messages. Appends do not touch it (they only
+    /// queue); the next read appends what it lacks, so each message is appended to it once.
     Own(Py<PyList>),
     /// Another log's mirror whose first `n` items are our first `n` messages (a snapshot or
     /// fork before its first own write). Valid forever: a mirror is only ever appended to.
@@ -78,24 +81,25 @@ impl State {
         }
     }
 
-    /// Our mirror list, built or un-shared as needed; it holds exactly `self.len()` items.
+    /// Our messages from index `from` on: indexed ones, then queued ones.
+    fn payloads_from(&self, from: usize) -> impl Iterator<Item = &Py<PyAny>> {
+        let indexed = self.log.range(from, self.log.len()).map(|e| &*e.payload);
+        let queued = self.queued[from.saturating_sub(self.log.len())..].iter();
+        indexed.chain(queued.map(|(p, _)| p))
+    }
+
+    /// Our mirror list, built, un-shared or caught up as needed; it holds exactly
+    /// `self.len()` items.
     fn own_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
         let list = match std::mem::replace(&mut self.mirror, Mirror::None) {
-            Mirror::Own(list) => list,
-            Mirror::Shared(list, n) => {
-                let own = list.bind(py).get_slice(0, n);
-                let rest = self.log.range(n, self.log.len()).map(|e| &*e.payload);
-                for p in rest.chain(self.queued.iter().map(|(p, _)| p)) {
-                    own.append(p.bind(py))?;
-                }
-                own.unbind()
-            }
-            Mirror::None => {
-                let log = self.log.iter().map(|e| &*e.payload);
-                let queued = self.queued.iter().map(|(p, _)| p);
-                PyList::new(py, log.chain(queued).map(|p| p.bind(py)))?.unbind()
-            }
+            Mirror::Own(list) => list.into_bound(py),
+            Mirror::Shared(list, n) => list.bind(py).get_slice(0, n),
+            Mirror::None => PyList::new(py, self.payloads_from(0).map(|p| p.bind(py)))?,
         };
+        for p in self.payloads_from(list.len()) {
+            list.append(p.bind(py))?;
+        }
+        let list = list.unbind();
         self.mirror = Mirror::Own(list.clone_ref(py));
         Ok(list)
     }
@@ -103,6 +107,7 @@ impl State {
     /// A list whose first `self.len()` items are our messages, for slicing.
     fn readable_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
         match &self.mirror {
+            Mirror::Own(list) if list.bind(py).len() == self.len() => Ok(list.clone_ref(py)),
             Mirror::Shared(list, n) if *n == self.len() => Ok(list.clone_ref(py)),
             _ => self.own_mirror(py),
         }
@@ -111,7 +116,7 @@ impl State {
     /// The mirror a snapshot or fork of the current (flushed) state may share.
     fn shareable_mirror(&self, py: Python<'_>) -> Mirror {
         match &self.mirror {
-            Mirror::Own(list) => Mirror::Shared(list.clone_ref(py), self.len()),
+            Mirror::Own(list) => Mirror::Shared(list.clone_ref(py), list.bind(py).len()),
             Mirror::Shared(list, n) if *n == self.len() => Mirror::Shared(list.clone_ref(py), *n),
             _ => Mirror::None,
         }
@@ -251,22 +256,23 @@ impl PyMessageLog {
         Ok(log)
     }
 
-    /// Append one message; `tokens` overrides the estimate. Returns its index.
+    /// Append one message; `tokens` overrides the estimate.
+    ///
+    /// Returns None, like `list.append`: an index would be a new Python int from the 257th
+    /// message on, allocated and freed on every call, ~18 of the ~55 ns an append cost.
     #[pyo3(signature = (message, *, tokens = None))]
     fn append(
         &self,
         py: Python<'_>,
         message: &Bound<'_, PyAny>,
         tokens: Option<u32>,
-    ) -> PyResult<usize> {
+    ) -> PyResult<()> {
         self.writable()?;
         check_message(message, "message")?;
-        let mut state = self.state(py);
-        if let Mirror::Own(list) = &state.mirror {
-            list.bind(py).append(message)?;
-        }
-        state.queued.push((message.clone().unbind(), tokens));
-        Ok(state.len() - 1)
+        self.state(py)
+            .queued
+            .push((message.clone().unbind(), tokens));
+        Ok(())
     }
 
     /// Append several messages atomically: all are checked first, then all are added.
@@ -279,13 +285,7 @@ impl PyMessageLog {
     ) -> PyResult<()> {
         self.writable()?;
         let items = messages_of(messages, tokens)?;
-        let mut state = self.state(py);
-        if let Mirror::Own(list) = &state.mirror {
-            for (message, _) in &items {
-                list.bind(py).append(message.bind(py))?;
-            }
-        }
-        state.queued.extend(items);
+        self.state(py).queued.extend(items);
         Ok(())
     }
 
