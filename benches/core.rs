@@ -217,16 +217,26 @@ fn estimate(c: &mut Criterion) {
         splits each word into pieces from a fixed vocabulary: common words such as the, and, or \
         which become a single token, while rarer words are broken into several fragments. \
         Numbers are grouped by three digits, and punctuation usually costs one token each.\n";
-    let english = paragraph.repeat(32);
+    let code = "fn main() {\n    let x = vec![1, 2, 3];\n    println!(\"{:?}\", x);\n}\n";
+    let cjk = "构建系统在昨晚的夜间任务中失败了。日志显示链接器找不到新模块导出的符号，\
+        サーバーは大きなリクエストに対してエラーを返し、이 문제는 설정 파일의 시간대 때문에 발생했습니다. ";
     let mut group = c.benchmark_group("estimate_tokens");
     group
         .measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_millis(500))
-        .sample_size(20)
-        .throughput(Throughput::Bytes(english.len() as u64));
-    group.bench_function("english", |b| {
-        b.iter(|| black_box(estimate_tokens(black_box(&english))));
-    });
+        .sample_size(20);
+    // Message-sized texts (a short answer, a tool result) and a long one.
+    for (name, text) in [
+        ("english_350B", paragraph.to_string()),
+        ("english_11KB", paragraph.repeat(32)),
+        ("code_1KB", code.repeat(16)),
+        ("cjk_1KB", cjk.repeat(3)),
+    ] {
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(estimate_tokens(black_box(&text))));
+        });
+    }
     group.finish();
 }
 
