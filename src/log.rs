@@ -61,7 +61,7 @@ use std::sync::Arc;
 
 use imbl::Vector;
 
-use crate::boundary::{partition_point, BoundaryIndex, PinnedHead};
+use crate::boundary::{partition_point, partition_point_near, BoundaryIndex, PinnedHead};
 use crate::meta::{Meta, Role};
 use crate::turn::{Owner, TurnCounter, TurnId};
 
@@ -584,7 +584,8 @@ impl<P: Clone> MessageLog<P> {
         let limit = self.safe_cut_at_or_before(newest_round).max(lowest);
         // tokens(i, end) only shrinks as i grows: find the first i where it fits.
         let need = self.tokens_before(end).saturating_sub(budget);
-        let first_fitting = partition_point(end + 1, |i| self.tokens_before(i) >= need);
+        // The kept suffix is usually short: search back from the end.
+        let first_fitting = partition_point_near(end + 1, end, |i| self.tokens_before(i) >= need);
         let candidate = self.safe_cut_at_or_after(first_fitting.max(lowest));
         let (index, fits) = if candidate <= limit {
             (candidate, true)
