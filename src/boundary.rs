@@ -33,7 +33,8 @@
 //! messages `u₁, u₂, …` makes every cut in `min(u)+1 ..= n` unsafe, forever: appends only add
 //! pairs, so a cut never becomes safe again. The sorted set of safe cuts therefore behaves like
 //! a stack: pop every safe cut above `min(u)`, push `n + 1`. Each cut is pushed once and popped
-//! at most once (amortised O(1) per append); queries are binary searches (O(log n)).
+//! at most once (amortised O(1) per append); queries are searches that gallop from where the
+//! answer should be (O(log n) at worst, O(log d) for an answer d places from that guess).
 //!
 //! # Plain slices
 //!
