@@ -261,7 +261,9 @@ impl Classify for Scalar {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::super::features::{drive, Feature, Lanes, Sink, Tally, FEATURES};
+    use super::super::features::{
+        drive, Block, Feature, Lanes, Sink, Tally, FEATURES, GROUP_WINDOW,
+    };
     use super::super::{ByteWeight, Encoding, Units};
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
@@ -269,9 +271,9 @@ mod avx2 {
         _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_madd_epi16,
         _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_or_si256,
         _mm256_permute4x64_epi64, _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x,
-        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64,
-        _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
-        _mm256_sub_epi8, _mm256_xor_si256, _mm_cvtsi32_si128,
+        _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_sll_epi64, _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256,
+        _mm256_sub_epi16, _mm256_sub_epi8, _mm256_xor_si256, _mm_cvtsi32_si128,
     };
     use std::ops::{BitAnd, BitOr, Not};
 
@@ -379,6 +381,52 @@ mod avx2 {
                 ))
             }
         }
+
+        #[inline(always)]
+        fn ascii_group(window: &[u8; GROUP_WINDOW]) -> Option<Block<Self>> {
+            // SAFETY: see `V`.
+            unsafe { ascii_group(window) }
+        }
+    }
+
+    /// Eight 32-byte loads, one OR to check they are ASCII, then each class's eight
+    /// `movemask`s go straight into the lanes: no per-block masks in between. Kept out of
+    /// line: inlined, it crowds the block-by-block path's registers (CJK text got slower).
+    ///
+    /// SAFETY: the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline(never)]
+    unsafe fn ascii_group(window: &[u8; GROUP_WINDOW]) -> Option<Block<V>> {
+        let at = |i: usize| load(window.as_ptr().add(i));
+        let cur: [__m256i; 8] = std::array::from_fn(|j| at(1 + 32 * j));
+        let any = cur
+            .iter()
+            .fold(_mm256_setzero_si256(), |a, &v| _mm256_or_si256(a, v));
+        if bits(any) != 0 {
+            return None;
+        }
+        let lanes = |class: &dyn Fn(__m256i, usize) -> u32| {
+            let m: [i32; 8] = std::array::from_fn(|j| class(cur[j], j) as i32);
+            V(_mm256_setr_epi32(
+                m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
+            ))
+        };
+        let lower = _mm256_set1_epi8(0x20);
+        let letter = lanes(&|v, _| in_range(_mm256_or_si256(v, lower), b'a', 26));
+        let digit = lanes(&|v, _| in_range(v, b'0', 10));
+        let space = lanes(&|v, _| eq(v, b' ') | eq(v, b'\t'));
+        let newline = lanes(&|v, _| eq(v, b'\n') | eq(v, b'\r'));
+        let same = lanes(&|v, j| bits(_mm256_cmpeq_epi8(v, at(32 * j))));
+        Some(Block {
+            word: letter,
+            letter,
+            digit,
+            punct: !(letter | digit | space | newline),
+            space,
+            newline,
+            same,
+            other: V::default(),
+        })
     }
 
     /// The estimate while it is being counted four blocks at a time: each pattern's mask is

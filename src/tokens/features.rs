@@ -200,15 +200,15 @@ pub(crate) fn kind(c: char) -> Char {
 /// several consecutive blocks, one per lane.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Block<L> {
-    word: L,
-    letter: L,
-    digit: L,
-    punct: L,
-    space: L,
-    newline: L,
-    same: L,
+    pub(crate) word: L,
+    pub(crate) letter: L,
+    pub(crate) digit: L,
+    pub(crate) punct: L,
+    pub(crate) space: L,
+    pub(crate) newline: L,
+    pub(crate) same: L,
     /// Characters that are none of the above (CJK, emoji, symbols); only non-ASCII ones can be.
-    other: L,
+    pub(crate) other: L,
 }
 
 /// The masks of the block before that the patterns look back into (the last lane's, for
@@ -238,7 +238,17 @@ pub(crate) trait Lanes:
     /// `self` seen `k` bytes later: each block's bits move up by `k`, and the top `k` bits of
     /// the block before it (the previous lane, or `carry`'s last lane) come in below.
     fn back(self, carry: Self, k: u32) -> Self;
+
+    /// The masks of `BLOCKS` whole blocks straight from the bytes (`window[0]` is the byte
+    /// before them), if they are all ASCII; `None` sends them down the block-by-block path.
+    /// Only multi-block lanes have this shortcut.
+    fn ascii_group(_window: &[u8; GROUP_WINDOW]) -> Option<Block<Self>> {
+        None
+    }
 }
+
+/// The bytes [`Lanes::ascii_group`] reads: four blocks and the byte before them.
+pub(crate) const GROUP_WINDOW: usize = 4 * 64 + 1;
 
 impl Lanes for u64 {
     const BLOCKS: usize = 1;
@@ -321,41 +331,48 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     let mut group = [Block::<u64>::default(); 4];
     let mut filled = 0;
     let mut off = 0;
+    let mut last_ascii = true;
     while off < bytes.len() {
-        let len = (bytes.len() - off).min(64);
-        let window = off
-            .checked_sub(1)
-            .and_then(|before| bytes[before..].first_chunk::<65>());
-        group[filled] = match window {
-            // The hot path: a whole block, read in place with the byte before it.
-            Some(window) if len == 64 => {
-                let (cur, prev) = (first64(&window[1..]), first64(window));
-                block(classify, text, off, cur, prev, u64::MAX, &mut spill, sink)
+        let lanes = match ascii_group::<L>(bytes, off, filled == 0 && last_ascii) {
+            // The hot path for ASCII text: a whole group of blocks, classified straight into
+            // lanes (tried when the block before was ASCII, so CJK text pays nothing for it).
+            Some(lanes) => {
+                off += GROUP_WINDOW - 1;
+                lanes
             }
-            _ => {
-                // The first block and a short last one: copy into a zero-padded buffer.
-                let mut buf = [0u8; 65];
-                buf[0] = off.checked_sub(1).map_or(0, |before| bytes[before]);
-                buf[1..=len].copy_from_slice(&bytes[off..off + len]);
-                let (cur, prev) = (first64(&buf[1..]), first64(&buf));
-                block(
-                    classify,
-                    text,
-                    off,
-                    cur,
-                    prev,
-                    span(0, len),
-                    &mut spill,
-                    sink,
-                )
+            None => {
+                let len = (bytes.len() - off).min(64);
+                let window = off
+                    .checked_sub(1)
+                    .and_then(|before| bytes[before..].first_chunk::<65>());
+                let (b, ascii) = match window {
+                    // A whole block, read in place with the byte before it.
+                    Some(window) if len == 64 => {
+                        let (cur, prev) = (first64(&window[1..]), first64(window));
+                        block(classify, text, off, cur, prev, u64::MAX, &mut spill, sink)
+                    }
+                    _ => {
+                        // The first block and a short last one: copy into a zero-padded buffer.
+                        let mut buf = [0u8; 65];
+                        buf[0] = off.checked_sub(1).map_or(0, |before| bytes[before]);
+                        buf[1..=len].copy_from_slice(&bytes[off..off + len]);
+                        let (cur, prev) = (first64(&buf[1..]), first64(&buf));
+                        let valid = span(0, len);
+                        block(classify, text, off, cur, prev, valid, &mut spill, sink)
+                    }
+                };
+                group[filled] = b;
+                last_ascii = ascii;
+                filled += 1;
+                off += len;
+                if filled < L::BLOCKS {
+                    continue;
+                }
+                filled = 0;
+                pack::<L>(&group[..L::BLOCKS])
             }
         };
-        filled += 1;
-        if filled == L::BLOCKS {
-            patterns(&pack::<L>(&group[..filled]), &mut carry, sink);
-            filled = 0;
-        }
-        off += len;
+        patterns(&lanes, &mut carry, sink);
     }
     if filled > 0 {
         // Empty blocks after the end: no class bits, so no patterns.
@@ -378,7 +395,7 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
 
 /// The masks of the block at byte `off`: `cur`, with `prev` the same shifted back by one
 /// byte, and `valid` the bits of `cur` inside the text. Non-ASCII characters are counted
-/// into `tally` and marked in the masks.
+/// into `tally` and marked in the masks. Also says whether the block was all ASCII.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block(
@@ -390,7 +407,7 @@ fn block(
     valid: u64,
     spill: &mut Option<(usize, Char)>,
     tally: &mut impl Tally,
-) -> Block<u64> {
+) -> (Block<u64>, bool) {
     let m = classify.ascii(cur, prev);
     let letter = m.letter & valid;
     let digit = m.digit & valid;
@@ -406,7 +423,7 @@ fn block(
         other: 0,
     };
     if m.nonascii & valid == 0 {
-        return b;
+        return (b, true);
     }
     let mut mark = |c: Char, bits: u64| match c {
         Char::Letter => b.word |= bits,
@@ -441,7 +458,19 @@ fn block(
         }
     }
     b.other = valid & !(b.word | b.digit | b.punct | b.space | b.newline);
-    b
+    (b, false)
+}
+
+/// [`Lanes::ascii_group`] for the group of blocks at `off`, if `try_it`, the lanes have one,
+/// and the whole group (and the byte before it) is in the text.
+#[inline(always)]
+fn ascii_group<L: Lanes>(bytes: &[u8], off: usize, try_it: bool) -> Option<Block<L>> {
+    if L::BLOCKS == 1 || !try_it || off == 0 {
+        return None;
+    }
+    bytes[off - 1..]
+        .first_chunk::<GROUP_WINDOW>()
+        .and_then(L::ascii_group)
 }
 
 /// The masks of `L::BLOCKS` consecutive blocks, one per lane.

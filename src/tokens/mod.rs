@@ -454,6 +454,19 @@ mod tests {
             }
         }
 
+        /// Long ASCII runs take the vector path's whole-group shortcut; a rare non-ASCII
+        /// character sends a group down the block-by-block path.
+        #[test]
+        fn vector_and_scalar_paths_agree_on_mostly_ascii_text(
+            text in "([ a-zA-Z0-9.,:;(){}=_/\\-\t\n\"]{0,400}(中|é|😀| \u{a0}|Жж)?){0,8}"
+        ) {
+            for encoding in [Encoding::Cl100k, Encoding::O200k] {
+                let scalar = units_with(&text, encoding, classify::Classifier::SCALAR);
+                prop_assert_eq!(units_with(&text, encoding, classify::Classifier::detect()), scalar);
+                prop_assert_eq!(priced(&features::features(&text), encoding.prices()), scalar);
+            }
+        }
+
         #[test]
         fn vector_and_scalar_paths_agree_on_any_text(text in any::<String>()) {
             let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
