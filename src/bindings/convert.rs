@@ -265,21 +265,56 @@ pub fn meta_of(
     let role = role_of(&msg.getattr(intern!(py, "role"))?)
         .ok_or_else(|| invalid_message("unknown role", format!("{path}.role")))?;
     let mut tally = TokenTally::with_encoding(encoding);
-    let mut tool_uses = Vec::new();
-    let mut tool_results = Vec::new();
+    let mut ids = ToolIds::default();
+    let other_content = walk_content(c, msg, path, &mut tally, Some(&mut ids))?;
+    let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
+    meta.tool_uses = ids.uses;
+    meta.tool_results = ids.results;
+    meta.real_user = role == Role::User && other_content;
+    Ok(meta)
+}
+
+/// The estimated tokens of one message: [`meta_of`]'s count without reading the role or the
+/// tool ids (each id would be an allocation nobody reads).
+pub fn tokens_of(msg: &Bound<'_, PyAny>, path: &str, encoding: Encoding) -> PyResult<u32> {
+    let c = check_message(msg, path)?;
+    let mut tally = TokenTally::with_encoding(encoding);
+    walk_content(c, msg, path, &mut tally, None)?;
+    Ok(tally.total())
+}
+
+/// The ids a message's tool calls issue and its tool results answer.
+#[derive(Default)]
+struct ToolIds {
+    uses: Vec<Box<str>>,
+    results: Vec<Box<str>>,
+}
+
+/// Walks the blocks of a checked message: adds their tokens to `tally` and, given `ids`,
+/// collects the tool ids. Returns whether the message holds anything besides tool results.
+fn walk_content(
+    c: &Classes,
+    msg: &Bound<'_, PyAny>,
+    path: &str,
+    tally: &mut TokenTally,
+    mut ids: Option<&mut ToolIds>,
+) -> PyResult<bool> {
+    let py = msg.py();
     let mut other_content = false;
     let content = msg.getattr(intern!(py, "content"))?;
     let mut add_block = |i: usize, block: Bound<'_, PyAny>| -> PyResult<()> {
         let bpath = || format!("{path}.content[{i}]");
         let ty = block.get_type();
         if ty.is(c.tool_result.bind(py)) {
-            let id = with_str(&block, intern!(py, "tool_use_id"), bpath, |s: &str| {
-                Box::<str>::from(s)
-            })?;
-            tool_results.push(id);
+            if let Some(ids) = ids.as_deref_mut() {
+                let id = with_str(&block, intern!(py, "tool_use_id"), bpath, |s: &str| {
+                    Box::<str>::from(s)
+                })?;
+                ids.results.push(id);
+            }
             tally.tool_result();
             let content = block.getattr(intern!(py, "content"))?;
-            tally_result_content(py, c, &content, &bpath, &mut tally)?;
+            tally_result_content(py, c, &content, &bpath, tally)?;
             return Ok(());
         }
         other_content = true;
@@ -296,9 +331,12 @@ pub fn meta_of(
             with_str(&block, intern!(py, "name"), bpath, |name| {
                 tally.tool_use(name, &json)
             })?;
-            tool_uses.push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
-                Box::<str>::from(s)
-            })?);
+            if let Some(ids) = ids.as_deref_mut() {
+                ids.uses
+                    .push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
+                        Box::<str>::from(s)
+                    })?);
+            }
         } else if ty.is(c.image.bind(py)) {
             tally.image();
         } else if ty.is(c.reasoning.bind(py)) {
@@ -309,11 +347,7 @@ pub fn meta_of(
         Ok(())
     };
     for_each_item(&content, &mut add_block)?;
-    let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
-    meta.tool_uses = tool_uses;
-    meta.tool_results = tool_results;
-    meta.real_user = role == Role::User && other_content;
-    Ok(meta)
+    Ok(other_content)
 }
 
 /// A sequence of messages (list, tuple or iterable), each checked with [`check_message`],

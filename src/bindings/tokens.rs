@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use pyo3::exceptions::PyValueError;
 
-use super::convert::meta_of;
+use super::convert::tokens_of;
 use crate::tokens::{self, Encoding};
 
 /// Texts longer than this are estimated with the GIL released; below it, detaching costs
@@ -33,5 +33,5 @@ pub fn estimate_tokens(py: Python<'_>, text: &str, encoding: &str) -> PyResult<u
 #[pyfunction]
 #[pyo3(signature = (message, *, encoding = "cl100k_base"))]
 pub fn message_tokens(message: &Bound<'_, PyAny>, encoding: &str) -> PyResult<u32> {
-    Ok(meta_of(message, None, "message", encoding_of(encoding)?)?.tokens)
+    tokens_of(message, "message", encoding_of(encoding)?)
 }
