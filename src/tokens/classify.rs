@@ -300,14 +300,21 @@ mod avx2 {
         }
 
         /// Four blocks at a time: the pattern masks as 4 × 64-bit lanes, priced with byte
-        /// popcounts and multiply-adds. A text of fewer than four blocks goes one block at a
+        /// popcounts and multiply-adds. A text of fewer than three blocks goes one block at a
         /// time: setting up and folding the vector sums would cost more than they save.
         #[inline(always)]
         fn units(&self, text: &str, encoding: Encoding) -> i64 {
-            if text.len() < 4 * 64 {
+            let one_by_one = |text: &str| {
                 let mut units = Units::new(encoding.prices());
                 drive::<u64, _>(text, self, &mut units);
-                return units.total();
+                units.total()
+            };
+            if text.len() <= 64 {
+                // One block: a copy of the loop that the compiler knows runs once.
+                return one_by_one(text);
+            }
+            if text.len() < 3 * 64 {
+                return one_by_one(text);
             }
             let mut sink = VecUnits::new(encoding);
             drive::<V, _>(text, self, &mut sink);
