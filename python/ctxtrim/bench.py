@@ -1086,17 +1086,19 @@ def _bench_loops(plan: _Plan, rows: list[Row], progress: _Progress) -> None:
                     )
                 )
             else:
-                loop, later = factory(n // 4)
                 k = plan.per_turn_samples if "TokenLimited" not in name else 2
-                rows.append(
-                    Row(
-                        PER_TURN,
-                        size,
-                        name,
-                        _time_turns(loop, later[:k], set(range(k)), median=True),
-                    )
-                )
-                del loop, later
+                best = math.inf
+                # A turn under a millisecond is at the mercy of a noisy neighbour: like the
+                # micro-benchmarks, keep the best of `repeat` fresh histories (slower turns,
+                # measured once, are not).
+                for _ in range(plan.repeat):
+                    loop, later = factory(n // 4)
+                    median = _time_turns(loop, later[:k], set(range(k)), median=True)
+                    del loop, later
+                    best = min(best, median)
+                    if median > 1e-3:
+                        break
+                rows.append(Row(PER_TURN, size, name, best))
             progress.step(f"{PER_TURN} {size} {name}")
 
 
