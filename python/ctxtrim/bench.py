@@ -207,19 +207,37 @@ def _drive(coro: Coroutine[Any, Any, _T]) -> _T:
 
 def _best(fn: Callable[[], object], *, number: int, repeat: int) -> float:
     """Seconds per call: the best of ``repeat`` timings of ``number`` calls, GC paused."""
-    times = []
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(repeat):
+    sample = _sampler(fn, number=number)
+    return min(sample() for _ in range(repeat))
+
+
+def _best_interleaved(samplers: dict[str, Callable[[], float]], *, repeat: int) -> dict[str, float]:
+    """The best of ``repeat`` samples of each sampler (seconds per op), taken in rounds of one
+    sample each, so that a burst of noise from the machine's neighbours hits every side of a
+    comparison rather than whichever ran during it."""
+    best = dict.fromkeys(samplers, math.inf)
+    for _ in range(repeat):
+        for name, sample in samplers.items():
+            best[name] = min(best[name], sample())
+    return best
+
+
+def _sampler(fn: Callable[[], object], *, number: int) -> Callable[[], float]:
+    """One sample of ``fn``: seconds per call over ``number`` calls, GC paused."""
+
+    def sample() -> float:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
             start = time.perf_counter()
             for _ in range(number):
                 fn()
-            times.append((time.perf_counter() - start) / number)
-    finally:
-        if enabled:
-            gc.enable()
-    return min(times)
+            return (time.perf_counter() - start) / number
+        finally:
+            if enabled:
+                gc.enable()
+
+    return sample
 
 
 # --------------------------------------------------------------------------- results
@@ -1017,7 +1035,7 @@ _FULL = _Plan(
     (100, 10_000),
     20,
     60,
-    5,
+    9,
 )
 _QUICK = _Plan(
     (1_000, 10_000),
@@ -1107,48 +1125,49 @@ def _bench_micro(plan: _Plan, rows: list[Row], progress: _Progress) -> None:
     msgs = _ctxtrim_messages(agent_history(n // 4))
     rep = plan.repeat
 
-    # append: a fresh log per repeat, so the log grows from 0 to append_count
+    # append: a fresh log per sample, so the log grows from 0 to append_count
     count = plan.append_count
     seq = (msgs * (count // len(msgs) + 1))[:count]
 
-    def time_append(make: Callable[[], Callable[[Message], object]]) -> float:
-        best = math.inf
-        for _ in range(rep):
+    def appends(make: Callable[[], Callable[[Message], object]]) -> Callable[[], float]:
+        def sample() -> float:
             add = make()
             gc.disable()
-            start = time.perf_counter()
-            for m in seq:
-                add(m)
-            best = min(best, (time.perf_counter() - start) / count)
-            gc.enable()
-        return best
+            try:
+                start = time.perf_counter()
+                for m in seq:
+                    add(m)
+                return (time.perf_counter() - start) / count
+            finally:
+                gc.enable()
 
-    size = f"{count:,} appends"
-    rows.append(
-        Row(APPEND, size, "ctxtrim MessageLog.append", time_append(lambda: MessageLog().append))
-    )
+        return sample
 
     def with_fork() -> Callable[[Message], object]:
         log = MessageLog(msgs[:1000])
         holder.append(log.fork())  # a live fork: appends must not copy the shared entries
         return log.append
 
-    holder: list[MessageLog] = []
-    rows.append(Row(APPEND, size, "ctxtrim MessageLog.append, fork alive", time_append(with_fork)))
-
     def store_append() -> Callable[[Message], object]:
         store = MemoryContextStore()
         return lambda m: _drive(store.append(m))
-
-    rows.append(
-        Row(APPEND, size, "ctxtrim await MemoryContextStore.append", time_append(store_append))
-    )
 
     def list_append() -> Callable[[Message], object]:
         plain: list[Message] = []
         return plain.append
 
-    rows.append(Row(APPEND, size, "Python list.append", time_append(list_append)))
+    holder: list[MessageLog] = []
+    size = f"{count:,} appends"
+    timed = _best_interleaved(
+        {
+            "ctxtrim MessageLog.append": appends(lambda: MessageLog().append),
+            "ctxtrim MessageLog.append, fork alive": appends(with_fork),
+            "ctxtrim await MemoryContextStore.append": appends(store_append),
+            "Python list.append": appends(list_append),
+        },
+        repeat=rep,
+    )
+    rows.extend(Row(APPEND, size, impl, t) for impl, t in timed.items())
     progress.step(APPEND)
 
     # get_history at n
@@ -1157,25 +1176,17 @@ def _bench_micro(plan: _Plan, rows: list[Row], progress: _Progress) -> None:
     plain = list(msgs[:n])
     size = f"{n:,}"
     number = max(1, 20_000 // max(n // 100, 1))
-    rows.append(
-        Row(
-            GET_HISTORY,
-            size,
-            "ctxtrim MessageLog.to_list()",
-            _best(log.to_list, number=number, repeat=rep),
-        )
+    timed = _best_interleaved(
+        {
+            "ctxtrim MessageLog.to_list()": _sampler(log.to_list, number=number),
+            "ctxtrim await MemoryContextStore.get_history()": _sampler(
+                lambda: _drive(store.get_history()), number=number
+            ),
+            "Python list copy": _sampler(plain.copy, number=number),
+        },
+        repeat=rep,
     )
-    rows.append(
-        Row(
-            GET_HISTORY,
-            size,
-            "ctxtrim await MemoryContextStore.get_history()",
-            _best(lambda: _drive(store.get_history()), number=number, repeat=rep),
-        )
-    )
-    rows.append(
-        Row(GET_HISTORY, size, "Python list copy", _best(plain.copy, number=number, repeat=rep))
-    )
+    rows.extend(Row(GET_HISTORY, size, impl, t) for impl, t in timed.items())
     progress.step(GET_HISTORY)
 
     # fork
@@ -1192,84 +1203,36 @@ def _bench_micro(plan: _Plan, rows: list[Row], progress: _Progress) -> None:
         )
         progress.step(f"{FORK} {f:,}")
 
-    # token estimation throughput on the four corpora, vs LangChain's approximate counter
+    # token estimation throughput on the four corpora, and per message on the agent-loop
+    # messages (text, tool calls and results, overhead), vs LangChain's approximate counter
     texts = [t for items in corpora(samples=plan.accuracy_samples).values() for t in items]
-    chars = sum(len(t) for t in texts)
-    size = f"{chars:,} chars"
-
-    def ours() -> None:
-        for t in texts:
-            estimate_tokens(t)
-
-    rows.append(Row(ESTIMATE, size, "ctxtrim estimate_tokens", _best(ours, number=3, repeat=rep)))
-    if _has("langchain_core.messages.utils"):
-        utils = importlib.import_module("langchain_core.messages.utils")
-        human = importlib.import_module("langchain_core.messages").HumanMessage
-        lmsgs = [[human(t)] for t in texts]
-        count_fn = utils.count_tokens_approximately
-
-        def theirs() -> None:
-            for m in lmsgs:
-                count_fn(m)
-
-        rows.append(
-            Row(
-                ESTIMATE,
-                size,
-                "LangChain count_tokens_approximately",
-                _best(theirs, number=3, repeat=rep),
-            )
-        )
-    else:
-        rows.append(
-            Row(
-                ESTIMATE,
-                size,
-                "LangChain count_tokens_approximately",
-                None,
-                note="langchain-core not installed",
-            )
-        )
-    rows.append(
-        Row(
-            ESTIMATE,
-            size,
-            "chars / 4 in Python",
-            _best(lambda: [len(t) // 4 for t in texts], number=3, repeat=rep),
-        )
-    )
-
-    # per message, on the agent-loop messages (text, tool calls and results, overhead)
     sample = msgs[:2000]
-    size = f"{len(sample):,} messages"
     message_tokens = importlib.import_module("ctxtrim._core").message_tokens
-
-    def ours_msgs() -> None:
-        for m in sample:
-            message_tokens(m)
-
-    rows.append(
-        Row(ESTIMATE, size, "ctxtrim message_tokens", _best(ours_msgs, number=3, repeat=rep))
-    )
+    text_size = f"{sum(len(t) for t in texts):,} chars"
+    message_size = f"{len(sample):,} messages"
+    lc = "LangChain count_tokens_approximately"
+    texts_timed: dict[str, Callable[[], float]] = {
+        "ctxtrim estimate_tokens": _sampler(lambda: [estimate_tokens(t) for t in texts], number=3),
+        "chars / 4 in Python": _sampler(lambda: [len(t) // 4 for t in texts], number=3),
+    }
+    messages_timed: dict[str, Callable[[], float]] = {
+        "ctxtrim message_tokens": _sampler(lambda: [message_tokens(m) for m in sample], number=3),
+    }
     if _has("langchain_core.messages.utils"):
-        lhead, lturns = _langchain_messages(agent_history(len(sample) // 4))
-        lsample = [[m] for m in (lhead + [m for t in lturns for m in t])[: len(sample)]]
         count_fn = importlib.import_module(
             "langchain_core.messages.utils"
         ).count_tokens_approximately
-
-        def theirs_msgs() -> None:
-            for m in lsample:
-                count_fn(m)
-
-        rows.append(
-            Row(
-                ESTIMATE,
-                size,
-                "LangChain count_tokens_approximately",
-                _best(theirs_msgs, number=3, repeat=rep),
-            )
-        )
+        human = importlib.import_module("langchain_core.messages").HumanMessage
+        lmsgs = [[human(t)] for t in texts]
+        lhead, lturns = _langchain_messages(agent_history(len(sample) // 4))
+        lsample = [[m] for m in (lhead + [m for t in lturns for m in t])[: len(sample)]]
+        texts_timed[lc] = _sampler(lambda: [count_fn(m) for m in lmsgs], number=3)
+        messages_timed[lc] = _sampler(lambda: [count_fn(m) for m in lsample], number=3)
+    for size, samplers in ((text_size, texts_timed), (message_size, messages_timed)):
+        timed = _best_interleaved(samplers, repeat=rep)
+        rows.extend(Row(ESTIMATE, size, impl, t) for impl, t in timed.items())
+        if lc not in timed:
+            rows.append(Row(ESTIMATE, size, lc, None, note="langchain-core not installed"))
     progress.step(ESTIMATE)
 
 
