@@ -95,8 +95,9 @@ impl Raw {
 /// A way to classify blocks.
 pub(crate) trait Classify: Sized {
     /// The ASCII masks of `cur`; `prev` is the same block shifted back by one byte (`prev[0]`
-    /// is the byte before `cur[0]`), for [`Masks::same`].
-    fn ascii(&self, cur: &[u8; 64], prev: &[u8; 64]) -> Masks;
+    /// is the byte before `cur[0]`), for [`Masks::same`], or `None` if `cur` starts the text
+    /// (then bit 0 of `same` is clear).
+    fn ascii(&self, cur: &[u8; 64], prev: Option<&[u8; 64]>) -> Masks;
     /// The non-ASCII characters of `cur`.
     fn wide(&self, cur: &[u8; 64]) -> Wide;
 
@@ -223,12 +224,16 @@ fn mask_of(block: &[u8; 64], flag: u16) -> u64 {
 }
 
 impl Classify for Scalar {
-    fn ascii(&self, cur: &[u8; 64], prev: &[u8; 64]) -> Masks {
+    fn ascii(&self, cur: &[u8; 64], prev: Option<&[u8; 64]>) -> Masks {
+        let before = |i: usize| match (i.checked_sub(1), prev) {
+            (Some(j), _) => Some(cur[j]),
+            (None, Some(p)) => Some(p[0]),
+            (None, None) => None,
+        };
         let same = cur
             .iter()
-            .zip(prev)
             .enumerate()
-            .fold(0, |m, (i, (b, p))| m | u64::from(b == p) << i);
+            .fold(0, |m, (i, &b)| m | u64::from(before(i) == Some(b)) << i);
         Masks {
             letter: mask_of(cur, LETTER),
             digit: mask_of(cur, DIGIT),
@@ -245,7 +250,7 @@ impl Classify for Scalar {
 
     fn wide(&self, cur: &[u8; 64]) -> Wide {
         Raw {
-            nonascii: self.ascii(cur, cur).nonascii,
+            nonascii: self.ascii(cur, None).nonascii,
             continuation: mask_of(cur, CONTINUATION),
             han: mask_of(cur, HAN),
             hangul: mask_of(cur, HANGUL),
@@ -267,13 +272,14 @@ mod avx2 {
     use super::super::{ByteWeight, Encoding, Units};
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
-        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_and_si256,
-        _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_madd_epi16,
-        _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_or_si256,
-        _mm256_permute4x64_epi64, _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x,
-        _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-        _mm256_sll_epi64, _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256,
-        _mm256_sub_epi16, _mm256_sub_epi8, _mm256_xor_si256, _mm_cvtsi32_si128,
+        __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_alignr_epi8,
+        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_loadu_si256,
+        _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64, _mm256_set1_epi16,
+        _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32, _mm256_setr_epi8,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64, _mm256_srl_epi64,
+        _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16, _mm256_sub_epi8,
+        _mm256_xor_si256, _mm_cvtsi32_si128,
     };
     use std::ops::{BitAnd, BitOr, Not};
 
@@ -288,7 +294,7 @@ mod avx2 {
 
     impl Classify for Avx2 {
         #[inline(always)]
-        fn ascii(&self, cur: &[u8; 64], prev: &[u8; 64]) -> Masks {
+        fn ascii(&self, cur: &[u8; 64], prev: Option<&[u8; 64]>) -> Masks {
             // SAFETY: an `Avx2` exists only inside `run`, so the CPU has AVX2.
             unsafe { ascii(cur, prev) }
         }
@@ -579,9 +585,15 @@ mod avx2 {
     /// SAFETY: the CPU has AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn ascii(cur: &[u8; 64], prev: &[u8; 64]) -> Masks {
+    unsafe fn ascii(cur: &[u8; 64], prev: Option<&[u8; 64]>) -> Masks {
         let (v0, v1) = (load(cur.as_ptr()), load(cur.as_ptr().add(32)));
-        let (p0, p1) = (load(prev.as_ptr()), load(prev.as_ptr().add(32)));
+        // The bytes before each: read in place, except before the text's first byte, where
+        // the first half is shifted up one byte in registers (a zero comes in).
+        let p0 = match prev {
+            Some(prev) => load(prev.as_ptr()),
+            None => _mm256_alignr_epi8::<15>(v0, _mm256_permute2x128_si256::<0x08>(v0, v0)),
+        };
+        let p1 = load(cur.as_ptr().add(31));
         let lower = _mm256_set1_epi8(0x20);
         let letter = |v| in_range(_mm256_or_si256(v, lower), b'a', 26);
         let space = |v| eq(v, b' ') | eq(v, b'\t');
@@ -641,7 +653,7 @@ mod tests {
     }
 
     /// Classifies one block both ways.
-    struct One<'a>(&'a [u8; 64], &'a [u8; 64]);
+    struct One<'a>(&'a [u8; 64], Option<&'a [u8; 64]>);
 
     impl Scan for One<'_> {
         type Output = (Masks, Wide);
@@ -656,17 +668,19 @@ mod tests {
             let cur = block(&cur);
             let mut prev = [first; 64];
             prev[1..].copy_from_slice(&cur[..63]);
-            prop_assert_eq!(
-                Classifier::detect().run(One(&cur, &prev)),
-                Classifier::SCALAR.run(One(&cur, &prev))
-            );
+            for prev in [Some(&prev), None] {
+                prop_assert_eq!(
+                    Classifier::detect().run(One(&cur, prev)),
+                    Classifier::SCALAR.run(One(&cur, prev))
+                );
+            }
         }
     }
 
     #[test]
     fn classes() {
         let cur = block("aZ9 \t\n\r{é中\u{80}こ。한ꙮ".as_bytes());
-        let m = Scalar.ascii(&cur, &[0; 64]);
+        let m = Scalar.ascii(&cur, Some(&[0; 64]));
         assert_eq!(m.letter, 0b11);
         assert_eq!(m.digit, 0b100);
         assert_eq!(m.space, 0b11000);

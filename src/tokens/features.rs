@@ -342,24 +342,32 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
             }
             None => {
                 let len = (bytes.len() - off).min(64);
-                let window = off
-                    .checked_sub(1)
-                    .and_then(|before| bytes[before..].first_chunk::<65>());
-                let (b, ascii) = match window {
-                    // A whole block, read in place with the byte before it.
-                    Some(window) if len == 64 => {
-                        let (cur, prev) = (first64(&window[1..]), first64(window));
-                        block(classify, text, off, cur, prev, u64::MAX, &mut spill, sink)
-                    }
-                    _ => {
-                        // The first block and a short last one: copy into a zero-padded buffer.
-                        let mut buf = [0u8; 65];
-                        buf[0] = off.checked_sub(1).map_or(0, |before| bytes[before]);
-                        buf[1..=len].copy_from_slice(&bytes[off..off + len]);
-                        let (cur, prev) = (first64(&buf[1..]), first64(&buf));
-                        let valid = span(0, len);
-                        block(classify, text, off, cur, prev, valid, &mut spill, sink)
-                    }
+                let (b, ascii) = if len == 64 {
+                    // A whole block, read in place (with the byte before it, if any).
+                    let prev = off.checked_sub(1).map(|before| first64(&bytes[before..]));
+                    let cur = first64(&bytes[off..]);
+                    block(classify, text, off, cur, prev, len, 0, &mut spill, sink)
+                } else if let Some(start) = bytes.len().checked_sub(65) {
+                    // A short last block: the text's last 64 bytes, read in place and shifted
+                    // down past the bytes already counted.
+                    let (prev, cur) = (first64(&bytes[start..]), first64(&bytes[start + 1..]));
+                    let shift = (64 - len) as u32;
+                    block(
+                        classify,
+                        text,
+                        off,
+                        cur,
+                        Some(prev),
+                        len,
+                        shift,
+                        &mut spill,
+                        sink,
+                    )
+                } else {
+                    // A text shorter than a block: a zero-padded copy.
+                    let mut buf = [0u8; 64];
+                    buf[..len].copy_from_slice(&bytes[off..off + len]);
+                    block(classify, text, off, &buf, None, len, 0, &mut spill, sink)
                 };
                 group[filled] = b;
                 last_ascii = ascii;
@@ -393,9 +401,10 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     }
 }
 
-/// The masks of the block at byte `off`: `cur`, with `prev` the same shifted back by one
-/// byte, and `valid` the bits of `cur` inside the text. Non-ASCII characters are counted
-/// into `tally` and marked in the masks. Also says whether the block was all ASCII.
+/// The masks of the `len` bytes at `off`: they are `cur`, or, if `shift` is not 0, the end of
+/// `cur` (its first `shift` bytes were counted before); `prev` is `cur` shifted back by one
+/// byte (`None` at the text's start). Non-ASCII characters are counted into `tally` and
+/// marked in the masks. Also says whether the bytes were all ASCII.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block(
@@ -403,12 +412,27 @@ fn block(
     text: &str,
     off: usize,
     cur: &[u8; 64],
-    prev: &[u8; 64],
-    valid: u64,
+    prev: Option<&[u8; 64]>,
+    len: usize,
+    shift: u32,
     spill: &mut Option<(usize, Char)>,
     tally: &mut impl Tally,
 ) -> (Block<u64>, bool) {
-    let m = classify.ascii(cur, prev);
+    let valid = span(0, len);
+    let mut m = classify.ascii(cur, prev);
+    if shift > 0 {
+        for mask in [
+            &mut m.letter,
+            &mut m.digit,
+            &mut m.space,
+            &mut m.newline,
+            &mut m.punct,
+            &mut m.nonascii,
+            &mut m.same,
+        ] {
+            *mask >>= shift;
+        }
+    }
     let letter = m.letter & valid;
     let digit = m.digit & valid;
     let punct = m.punct & valid;
@@ -434,7 +458,17 @@ fn block(
     if let Some((n, c)) = spill.take() {
         mark(c, span(0, n));
     }
-    let wide = classify.wide(cur);
+    let mut wide = classify.wide(cur);
+    if shift > 0 {
+        for mask in [
+            &mut wide.han,
+            &mut wide.kana,
+            &mut wide.hangul,
+            &mut wide.lead,
+        ] {
+            *mask >>= shift;
+        }
+    }
     tally.add(Feature::Han, (wide.han & valid).count_ones());
     tally.add(Feature::Kana, (wide.kana & valid).count_ones());
     tally.add(Feature::Hangul, (wide.hangul & valid).count_ones());
