@@ -36,6 +36,24 @@ pub(crate) struct Masks {
     pub same: u64,
 }
 
+impl Masks {
+    /// Drops the block's first `n` bytes (`n < 64`): bit `i` becomes bit `i - n`.
+    pub(crate) fn skip(&mut self, n: u32) {
+        let masks = [
+            &mut self.letter,
+            &mut self.digit,
+            &mut self.space,
+            &mut self.newline,
+            &mut self.punct,
+            &mut self.nonascii,
+            &mut self.same,
+        ];
+        for mask in masks {
+            *mask >>= n;
+        }
+    }
+}
+
 /// The non-ASCII characters of a block, by their first byte.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Wide {
@@ -52,6 +70,20 @@ pub(crate) struct Wide {
 
 use super::features::drive;
 use super::{Encoding, Units};
+
+impl Wide {
+    /// Drops the block's first `n` bytes (`n < 64`), as [`Masks::skip`].
+    pub(crate) fn skip(&mut self, n: u32) {
+        for mask in [
+            &mut self.han,
+            &mut self.kana,
+            &mut self.hangul,
+            &mut self.lead,
+        ] {
+            *mask >>= n;
+        }
+    }
+}
 
 /// Raw byte tests behind [`Wide`], combined by [`Raw::wide`] the same way for both
 /// classifiers.

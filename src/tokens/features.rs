@@ -420,19 +420,7 @@ fn block(
 ) -> (Block<u64>, bool) {
     let valid = span(0, len);
     let mut m = classify.ascii(cur, prev);
-    if shift > 0 {
-        for mask in [
-            &mut m.letter,
-            &mut m.digit,
-            &mut m.space,
-            &mut m.newline,
-            &mut m.punct,
-            &mut m.nonascii,
-            &mut m.same,
-        ] {
-            *mask >>= shift;
-        }
-    }
+    m.skip(shift);
     let letter = m.letter & valid;
     let digit = m.digit & valid;
     let punct = m.punct & valid;
@@ -459,16 +447,7 @@ fn block(
         mark(c, span(0, n));
     }
     let mut wide = classify.wide(cur);
-    if shift > 0 {
-        for mask in [
-            &mut wide.han,
-            &mut wide.kana,
-            &mut wide.hangul,
-            &mut wide.lead,
-        ] {
-            *mask >>= shift;
-        }
-    }
+    wide.skip(shift);
     tally.add(Feature::Han, (wide.han & valid).count_ones());
     tally.add(Feature::Kana, (wide.kana & valid).count_ones());
     tally.add(Feature::Hangul, (wide.hangul & valid).count_ones());
