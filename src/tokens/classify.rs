@@ -642,10 +642,11 @@ mod avx2 {
             newline,
             punct: !(letter | digit | space | newline | nonascii),
             nonascii,
+            // Without a byte before the text, the zero shifted in is no byte: clear bit 0.
             same: join(
                 bits(_mm256_cmpeq_epi8(v0, p0)),
                 bits(_mm256_cmpeq_epi8(v1, p1)),
-            ),
+            ) & !u64::from(prev.is_none()),
         }
     }
 
@@ -692,6 +693,17 @@ mod tests {
         fn scan(self, classify: &impl Classify) -> (Masks, Wide) {
             (classify.ascii(self.0, self.1), classify.wide(self.0))
         }
+    }
+
+    #[test]
+    fn a_zero_byte_starting_the_text_is_not_the_same_as_the_byte_before() {
+        let cur = [0u8; 64];
+        let (vector, scalar) = (
+            Classifier::detect().run(One(&cur, None)),
+            Classifier::SCALAR.run(One(&cur, None)),
+        );
+        assert_eq!(vector, scalar);
+        assert_eq!(scalar.0.same, !1);
     }
 
     proptest! {
