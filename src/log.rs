@@ -41,20 +41,22 @@
 //! -----
 //! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
 //! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
-//! Boundary queries: binary searches, O(log n) (O(log² n) node visits for `fit_budget`).
+//! Boundary queries: searches that gallop from where the answer should be, O(log n) probes at
+//! worst and O(log d) for an answer d places from that guess — a budget's cut lies near the
+//! end, so `fit_budget` costs the same at 100k entries as at 1k.
 //! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n).
 //!
 //! Measured (`cargo bench --bench core`, release, 2-core VM; 1k / 10k / 100k entries):
 //!
 //! | operation | 1k | 10k | 100k |
 //! |---|---|---|---|
-//! | push, no live snapshot | 246 ns | 253 ns | 387 ns |
-//! | push, snapshot taken before each push and kept | 607 ns | 640 ns | 782 ns |
-//! | snapshot / fork | 5.7 ns | 5.3 ns | 5.2 ns |
-//! | fork, then push to it | 767 ns | 432 ns | 715 ns |
-//! | `fit_budget(8_000)` | 0.81 µs | 1.08 µs | 1.13 µs |
-//! | `tokens(a, b)` | 27 ns | 47 ns | 109 ns |
-//! | agent step: 4 pushes + snapshot + `fit_budget` | 1.37 µs | 1.71 µs | 2.03 µs |
+//! | push, no live snapshot | 218 ns | 278 ns | 334 ns |
+//! | push, snapshot taken before each push and kept | 593 ns | 656 ns | 764 ns |
+//! | snapshot / fork | 4.4 ns | 4.5 ns | 4.6 ns |
+//! | fork, then push to it | 716 ns | 466 ns | 644 ns |
+//! | `fit_budget(8_000)` | 0.17–0.37 µs | 0.18 µs | 0.18 µs |
+//! | `tokens(a, b)` | 25 ns | 40 ns | 111 ns |
+//! | agent step: 4 pushes + snapshot + `fit_budget` | 1.02 µs | 0.96 µs | 1.06 µs |
 
 use std::fmt;
 use std::sync::Arc;
