@@ -456,11 +456,10 @@ mod avx2 {
                 m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
             ))
         };
-        let lower = _mm256_set1_epi8(0x20);
-        let letter = lanes(&|v, _| in_range(_mm256_or_si256(v, lower), b'a', 26));
-        let digit = lanes(&|v, _| in_range(v, b'0', 10));
-        let space = lanes(&|v, _| eq(v, b' ') | eq(v, b'\t'));
-        let newline = lanes(&|v, _| eq(v, b'\n') | eq(v, b'\r'));
+        let letter = lanes(&|v, _| letters(v));
+        let digit = lanes(&|v, _| digits(v));
+        let space = lanes(&|v, _| spaces(v));
+        let newline = lanes(&|v, _| newlines(v));
         let same = lanes(&|v, j| bits(_mm256_cmpeq_epi8(v, at(32 * j))));
         Some(Block {
             word: letter,
@@ -614,6 +613,32 @@ mod avx2 {
         _mm256_loadu_si256(p.cast())
     }
 
+    /// The ASCII classes of 32 bytes, as [`Masks`] defines them (one definition for both
+    /// the block-by-block and the whole-group paths). SAFETY: the CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn letters(v: __m256i) -> u32 {
+        in_range(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), b'a', 26)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn digits(v: __m256i) -> u32 {
+        in_range(v, b'0', 10)
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn spaces(v: __m256i) -> u32 {
+        eq(v, b' ') | eq(v, b'\t')
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn newlines(v: __m256i) -> u32 {
+        eq(v, b'\n') | eq(v, b'\r')
+    }
+
     /// SAFETY: the CPU has AVX2.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -626,14 +651,10 @@ mod avx2 {
             None => _mm256_alignr_epi8::<15>(v0, _mm256_permute2x128_si256::<0x08>(v0, v0)),
         };
         let p1 = load(cur.as_ptr().add(31));
-        let lower = _mm256_set1_epi8(0x20);
-        let letter = |v| in_range(_mm256_or_si256(v, lower), b'a', 26);
-        let space = |v| eq(v, b' ') | eq(v, b'\t');
-        let newline = |v| eq(v, b'\n') | eq(v, b'\r');
-        let letter = join(letter(v0), letter(v1));
-        let digit = join(in_range(v0, b'0', 10), in_range(v1, b'0', 10));
-        let space = join(space(v0), space(v1));
-        let newline = join(newline(v0), newline(v1));
+        let letter = join(letters(v0), letters(v1));
+        let digit = join(digits(v0), digits(v1));
+        let space = join(spaces(v0), spaces(v1));
+        let newline = join(newlines(v0), newlines(v1));
         let nonascii = join(bits(v0), bits(v1));
         Masks {
             letter,
