@@ -8,8 +8,13 @@
 //!
 //! A block is classified in two steps: [`Classify::ascii`] for every block, and
 //! [`Classify::wide`] only for blocks holding non-ASCII bytes, so English and code never pay
-//! for the CJK masks. CJK ideographs, CJK punctuation, kana and hangul are recognised from
-//! their first two bytes, so CJK text is counted without decoding characters.
+//! for the CJK masks. CJK ideographs, CJK punctuation, fullwidth forms, kana and hangul are
+//! recognised from their first two bytes, so CJK text is counted without decoding characters.
+//!
+//! With AVX2, texts of three blocks or more are read a group of four blocks at a time where
+//! they can be: all-ASCII groups (`ascii_group`) and groups whose non-ASCII characters are
+//! all recognised that way (`script_group`, which tests each byte against the byte after it)
+//! are classified straight into 4 × 64-bit lanes; any other group goes block by block.
 //!
 //! This module is the crate's only `unsafe` code: the AVX2 intrinsics, which are sound to call
 //! only once the CPU is known to have AVX2. [`Classifier::run`] enforces that: the AVX2
@@ -54,22 +59,25 @@ impl Masks {
     }
 }
 
-/// The non-ASCII characters of a block, by their first byte.
+/// The non-ASCII characters of a block, by their first byte: bit masks (`M = u64`), or, on
+/// the AVX2 whole-group path, byte vectors (0xFF where true).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Wide {
-    /// CJK ideographs U+4000..=U+9FFF and CJK punctuation U+3000..=U+303F.
-    pub han: u64,
+pub(crate) struct Wide<M = u64> {
+    /// CJK ideographs U+4000..=U+9FFF, CJK punctuation U+3000..=U+303F and fullwidth forms
+    /// U+FF00..=U+FFBF.
+    pub han: M,
     /// Hiragana and katakana, U+3040..=U+30FF.
-    pub kana: u64,
+    pub kana: M,
     /// Hangul syllables, U+AC00..=U+D7FF.
-    pub hangul: u64,
+    pub hangul: M,
     /// Every other character, which the caller decodes. A character whose second byte is in
     /// the next block is always left to the caller.
-    pub lead: u64,
+    pub lead: M,
 }
 
 use super::features::drive;
 use super::{Encoding, Units};
+use std::ops::{BitAnd, BitOr, Not};
 
 impl Wide {
     /// Drops the block's first `n` bytes (`n < 64`), as [`Masks::skip`].
@@ -85,36 +93,40 @@ impl Wide {
     }
 }
 
-/// Raw byte tests behind [`Wide`], combined by [`Raw::wide`] the same way for both
-/// classifiers.
+/// Raw byte tests behind [`Wide`], combined by [`Raw::wide`] the same way for every
+/// classifier and path. The `next_*` tests are of the byte after each byte: masks shifted
+/// down by one (so a lead in a block's last byte is left to the caller), or a vector of the
+/// bytes one further on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Raw {
-    nonascii: u64,
+struct Raw<M> {
+    nonascii: M,
     /// `0x80..=0xBF`: continuation bytes.
-    continuation: u64,
+    continuation: M,
     /// `0xE4..=0xE9`: first bytes of U+4000..=U+9FFF.
-    han: u64,
+    han: M,
     /// `0xEB..=0xED`: first bytes of U+B000..=U+DFFF (hangul up to U+D7FF; the rest are
     /// surrogates, which `str` never holds).
-    hangul: u64,
+    hangul: M,
     /// `0xE3`: U+3000..=U+3FFF.
-    e3: u64,
+    e3: M,
     /// `0xEA`: U+A000..=U+AFFF.
-    ea: u64,
-    /// `0x80`, `0x81..=0x83`, `0xB0..=0xBF`: the second bytes that make an `E3` character CJK
-    /// punctuation or kana, and an `EA` one hangul.
-    x80: u64,
-    x81_83: u64,
-    xb0_bf: u64,
+    ea: M,
+    /// `0xEF`: U+F000..=U+FFFF.
+    ef: M,
+    /// `0x80`, `0x81..=0x83` after `E3`: CJK punctuation, kana; `0xB0..=0xBF` after `EA`:
+    /// hangul; `0xBC..=0xBE` after `EF`: fullwidth forms.
+    next_80: M,
+    next_81_83: M,
+    next_b0_bf: M,
+    next_bc_be: M,
 }
 
-impl Raw {
-    fn wide(self) -> Wide {
-        // A lead's second byte is one bit up; `>> 1` lines it up with the lead (and leaves
-        // a lead in bit 63 to the caller).
-        let han = self.han | self.e3 & (self.x80 >> 1);
-        let kana = self.e3 & (self.x81_83 >> 1);
-        let hangul = self.hangul | self.ea & (self.xb0_bf >> 1);
+impl<M: Copy + BitAnd<Output = M> + BitOr<Output = M> + Not<Output = M>> Raw<M> {
+    #[inline(always)]
+    fn wide(self) -> Wide<M> {
+        let han = self.han | self.e3 & self.next_80 | self.ef & self.next_bc_be;
+        let kana = self.e3 & self.next_81_83;
+        let hangul = self.hangul | self.ea & self.next_b0_bf;
         Wide {
             han,
             kana,
@@ -204,9 +216,11 @@ const HAN: u16 = 1 << 6;
 const HANGUL: u16 = 1 << 7;
 const E3: u16 = 1 << 8;
 const EA: u16 = 1 << 9;
-const X80: u16 = 1 << 10;
-const X81_83: u16 = 1 << 11;
-const XB0_BF: u16 = 1 << 12;
+const EF: u16 = 1 << 10;
+const X80: u16 = 1 << 11;
+const X81_83: u16 = 1 << 12;
+const XB0_BF: u16 = 1 << 13;
+const XBC_BE: u16 = 1 << 14;
 
 const fn class_bits(b: u8) -> u16 {
     let ascii = match b {
@@ -222,11 +236,13 @@ const fn class_bits(b: u8) -> u16 {
         0xE4..=0xE9 => HAN,
         0xEA => EA,
         0xEB..=0xED => HANGUL,
+        0xEF => EF,
         _ => 0,
     };
     let second = match b {
         0x80 => X80,
         0x81..=0x83 => X81_83,
+        0xBC..=0xBE => XB0_BF | XBC_BE,
         0xB0..=0xBF => XB0_BF,
         _ => 0,
     };
@@ -288,9 +304,11 @@ impl Classify for Scalar {
             hangul: mask_of(cur, HANGUL),
             e3: mask_of(cur, E3),
             ea: mask_of(cur, EA),
-            x80: mask_of(cur, X80),
-            x81_83: mask_of(cur, X81_83),
-            xb0_bf: mask_of(cur, XB0_BF),
+            ef: mask_of(cur, EF),
+            next_80: mask_of(cur, X80) >> 1,
+            next_81_83: mask_of(cur, X81_83) >> 1,
+            next_b0_bf: mask_of(cur, XB0_BF) >> 1,
+            next_bc_be: mask_of(cur, XBC_BE) >> 1,
         }
         .wide()
     }
@@ -299,19 +317,19 @@ impl Classify for Scalar {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::super::features::{
-        drive, Block, Feature, Lanes, Sink, Tally, FEATURES, GROUP_WINDOW,
+        drive, Block, Feature, Lanes, Scripts, Sink, Tally, Window, FEATURES,
     };
     use super::super::{ByteWeight, Encoding, Units};
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_alignr_epi8,
-        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_loadu_si256,
-        _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64, _mm256_set1_epi16,
-        _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32, _mm256_setr_epi8,
-        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64, _mm256_srl_epi64,
-        _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16, _mm256_sub_epi8,
-        _mm256_xor_si256, _mm_cvtsi32_si128,
+        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
+        _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_min_epu8,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64,
+        _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32,
+        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64,
+        _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
+        _mm256_sub_epi8, _mm256_testz_si256, _mm256_xor_si256, _mm_cvtsi32_si128,
     };
     use std::ops::{BitAnd, BitOr, Not};
 
@@ -400,6 +418,15 @@ mod avx2 {
         }
     }
 
+    impl V {
+        /// Whether any bit is set.
+        #[inline(always)]
+        fn any(self) -> bool {
+            // SAFETY: see `V`.
+            unsafe { _mm256_testz_si256(self.0, self.0) == 0 }
+        }
+    }
+
     impl Lanes for V {
         const BLOCKS: usize = 4;
 
@@ -428,49 +455,159 @@ mod avx2 {
         }
 
         #[inline(always)]
-        fn ascii_group(window: &[u8; GROUP_WINDOW]) -> Option<Block<Self>> {
+        fn ascii_group(window: &Window<'_>) -> Option<Block<Self>> {
             // SAFETY: see `V`.
             unsafe { ascii_group(window) }
         }
+
+        #[inline(always)]
+        fn script_group(window: &Window<'_>) -> Option<(Block<Self>, Scripts<Self>)> {
+            // SAFETY: see `V`.
+            unsafe { script_group(window) }
+        }
+    }
+
+    /// `[e(0), e(1), …, e(7)]` for the eight 32-byte halves of a group, written out: the
+    /// group functions use no closures, because a closure is compiled without the CPU
+    /// features of the function around it (the intrinsics it calls would stay calls), and no
+    /// arrays filled in a loop (the lanes would be read back from memory before the stores
+    /// land).
+    macro_rules! halves {
+        (|$j:ident| $e:expr) => {
+            [
+                { let $j = 0usize; $e },
+                { let $j = 1usize; $e },
+                { let $j = 2usize; $e },
+                { let $j = 3usize; $e },
+                { let $j = 4usize; $e },
+                { let $j = 5usize; $e },
+                { let $j = 6usize; $e },
+                { let $j = 7usize; $e },
+            ]
+        };
+    }
+
+    /// The eight halves' masks `e(j)` as lanes (two halves a block).
+    macro_rules! lanes {
+        (|$j:ident| $e:expr) => {{
+            let [m0, m1, m2, m3, m4, m5, m6, m7] = halves!(|$j| $e as i32);
+            V(_mm256_setr_epi32(m0, m1, m2, m3, m4, m5, m6, m7))
+        }};
     }
 
     /// Eight 32-byte loads, one OR to check they are ASCII, then each class's eight
-    /// `movemask`s go straight into the lanes: no per-block masks in between. Kept out of
-    /// line: inlined, it crowds the block-by-block path's registers (CJK text got slower).
+    /// `movemask`s go straight into the lanes: no per-block masks in between.
+    ///
+    /// The group functions are inlined into `run`, so they carry no `target_feature` of
+    /// their own (which would forbid that; out of line, their results go through memory).
     ///
     /// SAFETY: the CPU has AVX2.
-    #[target_feature(enable = "avx2")]
-    #[inline(never)]
-    unsafe fn ascii_group(window: &[u8; GROUP_WINDOW]) -> Option<Block<V>> {
-        let at = |i: usize| load(window.as_ptr().add(i));
-        let cur: [__m256i; 8] = std::array::from_fn(|j| at(1 + 32 * j));
-        let any = cur
-            .iter()
-            .fold(_mm256_setzero_si256(), |a, &v| _mm256_or_si256(a, v));
+    #[inline(always)]
+    unsafe fn ascii_group(window: &Window<'_>) -> Option<Block<V>> {
+        let cur = halves!(|j| load(window.cur.as_ptr().add(32 * j)));
+        let any = halves!(|j| cur[j])
+            .into_iter()
+            .fold(_mm256_setzero_si256(), |a, v| _mm256_or_si256(a, v));
         if bits(any) != 0 {
             return None;
         }
-        let lanes = |class: &dyn Fn(__m256i, usize) -> u32| {
-            let m: [i32; 8] = std::array::from_fn(|j| class(cur[j], j) as i32);
-            V(_mm256_setr_epi32(
-                m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7],
-            ))
+        Some(classes(&cur, window, V::default()))
+    }
+
+    /// [`ascii_group`] for groups with non-ASCII bytes: each is tested against the byte after
+    /// it for the first bytes of CJK, kana and hangul characters. Any other non-ASCII
+    /// character (one that must be decoded) sends the group back (`None`).
+    ///
+    /// SAFETY: the CPU has AVX2.
+    #[inline(always)]
+    unsafe fn script_group(window: &Window<'_>) -> Option<(Block<V>, Scripts<V>)> {
+        let cur = halves!(|j| load(window.cur.as_ptr().add(32 * j)));
+        // The bytes one further on: in the group, except after its last byte; there, if the
+        // text ends, a zero comes in (no character starts in a text's last byte).
+        let after = halves!(|j| match (j, window.on) {
+            (7, Some(on)) => load(on.as_ptr().add(7 * 32)),
+            (7, None) => shifted_out(cur[7]),
+            _ => load(window.cur.as_ptr().add(32 * j + 1)),
+        });
+        let wide = halves!(|j| raw(cur[j], after[j]).wide());
+        let decode = halves!(|j| wide[j].lead)
+            .into_iter()
+            .fold(V::default(), |a, lead| a | lead);
+        if decode.any() {
+            return None;
+        }
+        let scripts = Scripts {
+            han: lanes!(|j| bits(wide[j].han.0)),
+            kana: lanes!(|j| bits(wide[j].kana.0)),
+            hangul: lanes!(|j| bits(wide[j].hangul.0)),
         };
-        let letter = lanes(&|v, _| letters(v));
-        let digit = lanes(&|v, _| digits(v));
-        let space = lanes(&|v, _| spaces(v));
-        let newline = lanes(&|v, _| newlines(v));
-        let same = lanes(&|v, j| bits(_mm256_cmpeq_epi8(v, at(32 * j))));
-        Some(Block {
+        Some((classes(&cur, window, lanes!(|j| bits(cur[j]))), scripts))
+    }
+
+    /// The class masks of `window`'s group, `cur` (its eight 32-byte halves), as lanes;
+    /// `other` are its non-ASCII bytes.
+    #[inline(always)]
+    unsafe fn classes(cur: &[__m256i; 8], window: &Window<'_>, other: V) -> Block<V> {
+        let letter = lanes!(|j| letters(cur[j]));
+        let digit = lanes!(|j| digits(cur[j]));
+        let space = lanes!(|j| spaces(cur[j]));
+        let newline = lanes!(|j| newlines(cur[j]));
+        let same = lanes!(|j| {
+            let back = match (j, window.back) {
+                (0, Some(back)) => load(back.as_ptr()),
+                (0, None) => shifted_in(cur[0]),
+                _ => load(window.cur.as_ptr().add(32 * j).sub(1)),
+            };
+            // Without a byte before the text, the zero shifted in is no byte: clear bit 0.
+            bits(_mm256_cmpeq_epi8(cur[j], back)) & !u32::from(j == 0 && window.back.is_none())
+        });
+        Block {
             word: letter,
             letter,
             digit,
-            punct: !(letter | digit | space | newline),
+            punct: !(letter | digit | space | newline | other),
             space,
             newline,
             same,
-            other: V::default(),
-        })
+            other,
+        }
+    }
+
+    /// 32 bytes shifted up by one byte, a zero coming in: the bytes before each, at a text's
+    /// start.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn shifted_in(v: __m256i) -> __m256i {
+        _mm256_alignr_epi8::<15>(v, _mm256_permute2x128_si256::<0x08>(v, v))
+    }
+
+    /// 32 bytes shifted down by one byte, a zero coming in: the bytes after each, at a text's
+    /// end.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn shifted_out(v: __m256i) -> __m256i {
+        _mm256_alignr_epi8::<1>(_mm256_permute2x128_si256::<0x81>(v, v), v)
+    }
+
+    /// The [`Raw`] tests of 32 bytes `v` as byte vectors; `after` holds the byte after each.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn raw(v: __m256i, after: __m256i) -> Raw<V> {
+        let range = |x, lo, n| V(within(x, lo, n));
+        let byte = |x, b: u8| V(_mm256_cmpeq_epi8(x, _mm256_set1_epi8(b as i8)));
+        Raw {
+            nonascii: V(_mm256_cmpgt_epi8(_mm256_setzero_si256(), v)),
+            continuation: range(v, 0x80, 64),
+            han: range(v, 0xE4, 6),
+            hangul: range(v, 0xEB, 3),
+            e3: byte(v, 0xE3),
+            ea: byte(v, 0xEA),
+            ef: byte(v, 0xEF),
+            next_80: byte(after, 0x80),
+            next_81_83: range(after, 0x81, 3),
+            next_b0_bf: range(after, 0xB0, 16),
+            next_bc_be: range(after, 0xBC, 3),
+        }
     }
 
     /// The estimate while it is being counted four blocks at a time: each pattern's mask is
@@ -581,12 +718,16 @@ mod avx2 {
     /// `lo <= v < lo + n` per byte, unsigned: `min(v - lo, n - 1) == v - lo`.
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn in_range(v: __m256i, lo: u8, n: u8) -> u32 {
+    unsafe fn within(v: __m256i, lo: u8, n: u8) -> __m256i {
         let d = _mm256_sub_epi8(v, _mm256_set1_epi8(lo as i8));
-        bits(_mm256_cmpeq_epi8(
-            _mm256_min_epu8(d, _mm256_set1_epi8((n - 1) as i8)),
-            d,
-        ))
+        _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8((n - 1) as i8)), d)
+    }
+
+    /// [`within`] as a mask.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn in_range(v: __m256i, lo: u8, n: u8) -> u32 {
+        bits(within(v, lo, n))
     }
 
     /// The top bit of each byte. The result is passed through an empty `asm!` so that LLVM
@@ -648,7 +789,7 @@ mod avx2 {
         // the first half is shifted up one byte in registers (a zero comes in).
         let p0 = match prev {
             Some(prev) => load(prev.as_ptr()),
-            None => _mm256_alignr_epi8::<15>(v0, _mm256_permute2x128_si256::<0x08>(v0, v0)),
+            None => shifted_in(v0),
         };
         let p1 = load(cur.as_ptr().add(31));
         let letter = join(letters(v0), letters(v1));
@@ -685,9 +826,11 @@ mod avx2 {
             hangul: range(0xEB, 3),
             e3: byte(0xE3),
             ea: byte(0xEA),
-            x80: byte(0x80),
-            x81_83: range(0x81, 3),
-            xb0_bf: range(0xB0, 16),
+            ef: byte(0xEF),
+            next_80: byte(0x80) >> 1,
+            next_81_83: range(0x81, 3) >> 1,
+            next_b0_bf: range(0xB0, 16) >> 1,
+            next_bc_be: range(0xBC, 3) >> 1,
         }
         .wide()
     }

@@ -239,16 +239,43 @@ pub(crate) trait Lanes:
     /// the block before it (the previous lane, or `carry`'s last lane) come in below.
     fn back(self, carry: Self, k: u32) -> Self;
 
-    /// The masks of `BLOCKS` whole blocks straight from the bytes (`window[0]` is the byte
-    /// before them), if they are all ASCII; `None` sends them down the block-by-block path.
-    /// Only multi-block lanes have this shortcut.
-    fn ascii_group(_window: &[u8; GROUP_WINDOW]) -> Option<Block<Self>> {
+    /// The masks of `BLOCKS` whole blocks straight from the bytes, if they are all ASCII;
+    /// `None` sends them down the block-by-block path. Only multi-block lanes have this
+    /// shortcut.
+    fn ascii_group(_window: &Window<'_>) -> Option<Block<Self>> {
+        None
+    }
+
+    /// [`Lanes::ascii_group`] for blocks whose non-ASCII characters are all CJK, kana or
+    /// hangul, with those characters' first bytes; `None` if any other character must be
+    /// decoded.
+    fn script_group(_window: &Window<'_>) -> Option<(Block<Self>, Scripts<Self>)> {
         None
     }
 }
 
-/// The bytes [`Lanes::ascii_group`] reads: four blocks and the byte before them.
-pub(crate) const GROUP_WINDOW: usize = 4 * 64 + 1;
+/// The bytes of a whole group of blocks.
+pub(crate) const GROUP: usize = 4 * 64;
+
+/// A whole group of blocks, read in place, and the bytes around it that its patterns look
+/// at.
+pub(crate) struct Window<'a> {
+    /// The group.
+    pub(crate) cur: &'a [u8; GROUP],
+    /// The group one byte back, or `None` at the text's start.
+    pub(crate) back: Option<&'a [u8; GROUP]>,
+    /// The group one byte on, or `None` if the text ends with it.
+    pub(crate) on: Option<&'a [u8; GROUP]>,
+}
+
+/// The first bytes of characters counted by script without decoding: CJK ideographs,
+/// punctuation and fullwidth forms, kana, hangul.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Scripts<L> {
+    pub(crate) han: L,
+    pub(crate) kana: L,
+    pub(crate) hangul: L,
+}
 
 impl Lanes for u64 {
     const BLOCKS: usize = 1;
@@ -331,18 +358,29 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     let mut group = [Block::<u64>::default(); 4];
     let mut filled = 0;
     let mut off = 0;
-    let mut last_ascii = true;
+    // What the block before was: the whole-group paths are tried after blocks like theirs,
+    // so that each kind of text pays only for the path it takes.
+    let mut last = Last::Ascii;
     while off < bytes.len() {
-        let lanes = match ascii_group::<L>(bytes, off, filled == 0 && last_ascii) {
-            // The hot path for ASCII text: a whole group of blocks, classified straight into
-            // lanes (tried when the block before was ASCII, so CJK text pays nothing for it).
-            Some(lanes) => {
-                off += GROUP_WINDOW - 1;
+        let whole = if filled == 0 && spill.is_none() {
+            whole_group::<L>(bytes, off, last)
+        } else {
+            None
+        };
+        let lanes = match whole {
+            // The hot path: a whole group of blocks classified straight into lanes.
+            Some((lanes, scripts)) => {
+                if let Some(s) = scripts {
+                    sink.add_mask(Feature::Han, s.han);
+                    sink.add_mask(Feature::Kana, s.kana);
+                    sink.add_mask(Feature::Hangul, s.hangul);
+                }
+                off += GROUP;
                 lanes
             }
             None => {
                 let len = (bytes.len() - off).min(64);
-                let (b, ascii) = if len == 64 {
+                let (b, held) = if len == 64 {
                     // A whole block, read in place (with the byte before it, if any).
                     let prev = off.checked_sub(1).map(|before| first64(&bytes[before..]));
                     let cur = first64(&bytes[off..]);
@@ -370,7 +408,7 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
                     block(classify, text, off, &buf, None, len, 0, &mut spill, sink)
                 };
                 group[filled] = b;
-                last_ascii = ascii;
+                last = held;
                 filled += 1;
                 off += len;
                 if filled < L::BLOCKS {
@@ -404,7 +442,7 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
 /// The masks of the `len` bytes at `off`: they are `cur`, or, if `shift` is not 0, the end of
 /// `cur` (its first `shift` bytes were counted before); `prev` is `cur` shifted back by one
 /// byte (`None` at the text's start). Non-ASCII characters are counted into `tally` and
-/// marked in the masks. Also says whether the bytes were all ASCII.
+/// marked in the masks. Also says what kind of block it was.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn block(
@@ -417,7 +455,7 @@ fn block(
     shift: u32,
     spill: &mut Option<(usize, Char)>,
     tally: &mut impl Tally,
-) -> (Block<u64>, bool) {
+) -> (Block<u64>, Last) {
     let valid = span(0, len);
     let mut m = classify.ascii(cur, prev);
     m.skip(shift);
@@ -435,7 +473,7 @@ fn block(
         other: 0,
     };
     if m.nonascii & valid == 0 {
-        return (b, true);
+        return (b, Last::Ascii);
     }
     let mut mark = |c: Char, bits: u64| match c {
         Char::Letter => b.word |= bits,
@@ -452,6 +490,11 @@ fn block(
     tally.add(Feature::Kana, (wide.kana & valid).count_ones());
     tally.add(Feature::Hangul, (wide.hangul & valid).count_ones());
     let mut leads = wide.lead & valid;
+    let held = if leads == 0 {
+        Last::Scripts
+    } else {
+        Last::Decoded
+    };
     while leads != 0 {
         let i = leads.trailing_zeros() as usize;
         leads &= leads - 1;
@@ -471,19 +514,47 @@ fn block(
         }
     }
     b.other = valid & !(b.word | b.digit | b.punct | b.space | b.newline);
-    (b, false)
+    (b, held)
 }
 
-/// [`Lanes::ascii_group`] for the group of blocks at `off`, if `try_it`, the lanes have one,
-/// and the whole group (and the byte before it) is in the text.
+/// What a block held, for choosing how to read the next group.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Last {
+    /// Only ASCII.
+    Ascii,
+    /// Non-ASCII characters, all CJK, kana or hangul.
+    Scripts,
+    /// Characters that had to be decoded.
+    Decoded,
+}
+
+/// The group of blocks at `off` through [`Lanes::ascii_group`] or [`Lanes::script_group`],
+/// whichever suits text like the block before (`last`; both at the text's start), if the
+/// lanes have them and the whole group is in the text.
 #[inline(always)]
-fn ascii_group<L: Lanes>(bytes: &[u8], off: usize, try_it: bool) -> Option<Block<L>> {
-    if L::BLOCKS == 1 || !try_it || off == 0 {
+fn whole_group<L: Lanes>(
+    bytes: &[u8],
+    off: usize,
+    last: Last,
+) -> Option<(Block<L>, Option<Scripts<L>>)> {
+    if L::BLOCKS == 1 || last == Last::Decoded {
         return None;
     }
-    bytes[off - 1..]
-        .first_chunk::<GROUP_WINDOW>()
-        .and_then(L::ascii_group)
+    let window = Window {
+        cur: bytes[off..].first_chunk()?,
+        back: off.checked_sub(1).and_then(|p| bytes[p..].first_chunk()),
+        on: bytes[off + 1..].first_chunk(),
+    };
+    // (No closures here: they would not be compiled with the classifier's CPU features.)
+    if last == Last::Ascii || off == 0 {
+        if let Some(b) = L::ascii_group(&window) {
+            return Some((b, None));
+        }
+        if off > 0 {
+            return None;
+        }
+    }
+    L::script_group(&window).map(|(b, s)| (b, Some(s)))
 }
 
 /// The masks of `L::BLOCKS` consecutive blocks, one per lane.

@@ -467,6 +467,43 @@ mod tests {
             }
         }
 
+        /// CJK, kana, hangul and fullwidth runs take the vector path's script groups; other
+        /// characters (Yi, jamo, `￥`, emoji, Cyrillic) must be decoded and send a group down
+        /// the block-by-block path.
+        #[test]
+        fn vector_and_scalar_paths_agree_on_cjk_text(
+            text in "([中文字こカ한국ー、。，！（）ｱ]{0,200}([ a-z0-9\n]{0,5}|é|😀|Ж|ꀀ|ㄱ|￥)?){0,6}"
+        ) {
+            for encoding in [Encoding::Cl100k, Encoding::O200k] {
+                let scalar = units_with(&text, encoding, classify::Classifier::SCALAR);
+                prop_assert_eq!(units_with(&text, encoding, classify::Classifier::detect()), scalar);
+                prop_assert_eq!(priced(&features::features(&text), encoding.prices()), scalar);
+            }
+        }
+
+        /// Texts that end exactly where a group of four blocks does, so the script group's
+        /// last byte has no byte after it in the text; near the end, a character that must be
+        /// decoded (`ㄱ`, `ꀀ`) follows one whose last byte would make it CJK or hangul if read
+        /// as its second byte (`一` ends in `80`, `丿` in `BF`).
+        #[test]
+        fn vector_and_scalar_paths_agree_on_cjk_ending_a_group(
+            chars in proptest::collection::vec(proptest::sample::select(vec!['中', '한', '一', '，', 'ー']), 0..170),
+            end in proptest::sample::select(vec!["", "一ㄱ", "丿ꀀ", "一ㄱ中", "丿ꀀ한一"]),
+            groups in 1usize..3,
+        ) {
+            let size = 256 * groups;
+            let mut tail = String::new();
+            for c in chars {
+                if tail.len() + c.len_utf8() + end.len() <= size {
+                    tail.push(c);
+                }
+            }
+            tail.push_str(end);
+            let text = "a".repeat(size - tail.len()) + &tail;
+            let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
+            prop_assert_eq!(units_with(&text, Encoding::Cl100k, classify::Classifier::detect()), scalar);
+        }
+
         #[test]
         fn vector_and_scalar_paths_agree_on_any_text(text in any::<String>()) {
             let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
