@@ -323,7 +323,7 @@ mod avx2 {
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_alignr_epi8,
-        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
+        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_extract_epi64,
         _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_min_epu8,
         _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64,
         _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32,
@@ -452,6 +452,12 @@ mod avx2 {
                     _mm256_srl_epi64(before, rest),
                 ))
             }
+        }
+
+        #[inline(always)]
+        fn last(self) -> u64 {
+            // SAFETY: see `V`.
+            unsafe { _mm256_extract_epi64::<3>(self.0) as u64 }
         }
 
         #[inline(always)]

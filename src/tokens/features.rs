@@ -226,6 +226,23 @@ struct Carry<L> {
     newline: L,
 }
 
+impl<L: Lanes> Carry<L> {
+    /// What the block after the last lane looks back into, to go on one block at a time.
+    #[inline(always)]
+    fn last_lane(&self) -> Carry<u64> {
+        Carry {
+            word: self.word.last(),
+            word2: self.word2.last(),
+            word4: self.word4.last(),
+            digit: self.digit.last(),
+            digit2: self.digit2.last(),
+            punct: self.punct.last(),
+            space: self.space.last(),
+            newline: self.newline.last(),
+        }
+    }
+}
+
 /// Masks of one block (`u64`) or of several consecutive blocks at once, one per lane (the
 /// AVX2 path packs four): the pattern arithmetic is written once for both.
 pub(crate) trait Lanes:
@@ -238,6 +255,8 @@ pub(crate) trait Lanes:
     /// `self` seen `k` bytes later: each block's bits move up by `k`, and the top `k` bits of
     /// the block before it (the previous lane, or `carry`'s last lane) come in below.
     fn back(self, carry: Self, k: u32) -> Self;
+    /// The last block's masks.
+    fn last(self) -> u64;
 
     /// The masks of `BLOCKS` whole blocks straight from the bytes, if they are all ASCII;
     /// `None` sends them down the block-by-block path. Only multi-block lanes have this
@@ -288,6 +307,11 @@ impl Lanes for u64 {
     #[inline(always)]
     fn back(self, carry: Self, k: u32) -> Self {
         (self << k) | (carry >> (64 - k))
+    }
+
+    #[inline(always)]
+    fn last(self) -> u64 {
+        self
     }
 }
 
@@ -362,6 +386,17 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     // so that each kind of text pays only for the path it takes.
     let mut last = Last::Ascii;
     while off < bytes.len() {
+        if L::BLOCKS > 1 && filled == 0 && bytes.len() - off <= 2 * 64 {
+            // The text's last one or two blocks: one at a time costs less than packing them
+            // into lanes with empty ones.
+            let mut carry = carry.last_lane();
+            while off < bytes.len() {
+                let (b, _, len) = next_block(classify, text, off, &mut spill, sink);
+                off += len;
+                patterns::<u64>(&b, &mut carry, sink);
+            }
+            break;
+        }
         let whole = if filled == 0 && spill.is_none() {
             whole_group::<L>(bytes, off, last)
         } else {
@@ -379,34 +414,7 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
                 lanes
             }
             None => {
-                let len = (bytes.len() - off).min(64);
-                let (b, held) = if len == 64 {
-                    // A whole block, read in place (with the byte before it, if any).
-                    let prev = off.checked_sub(1).map(|before| first64(&bytes[before..]));
-                    let cur = first64(&bytes[off..]);
-                    block(classify, text, off, cur, prev, len, 0, &mut spill, sink)
-                } else if let Some(start) = bytes.len().checked_sub(65) {
-                    // A short last block: the text's last 64 bytes, read in place and shifted
-                    // down past the bytes already counted.
-                    let (prev, cur) = (first64(&bytes[start..]), first64(&bytes[start + 1..]));
-                    let shift = (64 - len) as u32;
-                    block(
-                        classify,
-                        text,
-                        off,
-                        cur,
-                        Some(prev),
-                        len,
-                        shift,
-                        &mut spill,
-                        sink,
-                    )
-                } else {
-                    // A text shorter than a block: a zero-padded copy.
-                    let mut buf = [0u8; 64];
-                    buf[..len].copy_from_slice(&bytes[off..off + len]);
-                    block(classify, text, off, &buf, None, len, 0, &mut spill, sink)
-                };
+                let (b, held, len) = next_block(classify, text, off, &mut spill, sink);
                 group[filled] = b;
                 last = held;
                 filled += 1;
@@ -437,6 +445,38 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     if trailing_space {
         sink.add(Feature::SpaceAlone, 1);
     }
+}
+
+/// The block at `off` (64 bytes, or the text's last bytes): its masks, what kind of block it
+/// was, and its length.
+#[inline(always)]
+fn next_block(
+    classify: &impl Classify,
+    text: &str,
+    off: usize,
+    spill: &mut Option<(usize, Char)>,
+    tally: &mut impl Tally,
+) -> (Block<u64>, Last, usize) {
+    let bytes = text.as_bytes();
+    let len = (bytes.len() - off).min(64);
+    let (b, held) = if len == 64 {
+        // A whole block, read in place (with the byte before it, if any).
+        let prev = off.checked_sub(1).map(|before| first64(&bytes[before..]));
+        let cur = first64(&bytes[off..]);
+        block(classify, text, off, cur, prev, len, 0, spill, tally)
+    } else if let Some(start) = bytes.len().checked_sub(65) {
+        // A short last block: the text's last 64 bytes, read in place and shifted down past
+        // the bytes already counted.
+        let (prev, cur) = (first64(&bytes[start..]), first64(&bytes[start + 1..]));
+        let shift = (64 - len) as u32;
+        block(classify, text, off, cur, Some(prev), len, shift, spill, tally)
+    } else {
+        // A text shorter than a block: a zero-padded copy.
+        let mut buf = [0u8; 64];
+        buf[..len].copy_from_slice(&bytes[off..off + len]);
+        block(classify, text, off, &buf, None, len, 0, spill, tally)
+    };
+    (b, held, len)
 }
 
 /// The masks of the `len` bytes at `off`: they are `cur`, or, if `shift` is not 0, the end of
