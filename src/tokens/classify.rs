@@ -323,13 +323,13 @@ mod avx2 {
     use super::{Classify, Masks, Raw, Scan, Wide};
     use std::arch::x86_64::{
         __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_alignr_epi8,
-        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_extract_epi64,
-        _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_min_epu8,
-        _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64,
-        _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32,
-        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64,
-        _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
-        _mm256_sub_epi8, _mm256_testz_si256, _mm256_xor_si256, _mm_cvtsi32_si128,
+        _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
+        _mm256_extract_epi64, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
+        _mm256_min_epu8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256,
+        _mm256_permute4x64_epi64, _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x,
+        _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
+        _mm256_sll_epi64, _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256,
+        _mm256_sub_epi16, _mm256_sub_epi8, _mm256_testz_si256, _mm256_xor_si256, _mm_cvtsi32_si128,
     };
     use std::ops::{BitAnd, BitOr, Not};
 
@@ -471,6 +471,12 @@ mod avx2 {
             // SAFETY: see `V`.
             unsafe { script_group(window) }
         }
+
+        #[inline(always)]
+        fn script_run(window: &Window<'_>, skip: usize) -> Option<[u32; 3]> {
+            // SAFETY: see `V`.
+            unsafe { script_run(window, skip) }
+        }
     }
 
     /// `[e(0), e(1), …, e(7)]` for the eight 32-byte halves of a group, written out: the
@@ -548,6 +554,42 @@ mod avx2 {
             hangul: lanes!(|j| bits(wide[j].hangul.0)),
         };
         Some((classes(&cur, window, lanes!(|j| bits(cur[j]))), scripts))
+    }
+
+    /// [`Lanes::script_run`]: the [`Raw`] tests of each 32-byte half, their masks cut to the
+    /// bytes from `skip` on, and popcounts.
+    ///
+    /// SAFETY: the CPU has AVX2.
+    #[inline(always)]
+    unsafe fn script_run(window: &Window<'_>, skip: usize) -> Option<[u32; 3]> {
+        let cur = halves!(|j| load(window.cur.as_ptr().add(32 * j)));
+        // The bits of the bytes from `skip` on, per half.
+        let counted = halves!(|j| match skip.saturating_sub(32 * j) {
+            0 => u32::MAX,
+            n if n >= 32 => 0,
+            n => u32::MAX << n,
+        });
+        let [a0, a1, a2, a3, a4, a5, a6, a7] = halves!(|j| !bits(cur[j]) & counted[j]);
+        if a0 | a1 | a2 | a3 | a4 | a5 | a6 | a7 != 0 {
+            return None;
+        }
+        let after = halves!(|j| match (j, window.on) {
+            (7, Some(on)) => load(on.as_ptr().add(7 * 32)),
+            (7, None) => shifted_out(cur[7]),
+            _ => load(window.cur.as_ptr().add(32 * j + 1)),
+        });
+        let wide = halves!(|j| raw(cur[j], after[j]).wide());
+        let [d0, d1, d2, d3, d4, d5, d6, d7] = halves!(|j| bits(wide[j].lead.0) & counted[j]);
+        if d0 | d1 | d2 | d3 | d4 | d5 | d6 | d7 != 0 {
+            return None;
+        }
+        let [h, k, g] = [
+            halves!(|j| (bits(wide[j].han.0) & counted[j]).count_ones()),
+            halves!(|j| (bits(wide[j].kana.0) & counted[j]).count_ones()),
+            halves!(|j| (bits(wide[j].hangul.0) & counted[j]).count_ones()),
+        ];
+        let sum = |c: [u32; 8]| c[0] + c[1] + c[2] + c[3] + c[4] + c[5] + c[6] + c[7];
+        Some([sum(h), sum(k), sum(g)])
     }
 
     /// The class masks of `window`'s group, `cur` (its eight 32-byte halves), as lanes;

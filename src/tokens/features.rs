@@ -271,6 +271,14 @@ pub(crate) trait Lanes:
     fn script_group(_window: &Window<'_>) -> Option<(Block<Self>, Scripts<Self>)> {
         None
     }
+
+    /// If every byte of `window.cur` from `skip` on belongs to a CJK, kana or hangul
+    /// character (no ASCII, nothing to decode), how many of each start there. Such bytes
+    /// have no class masks, so none of the patterns but a space before the first one can
+    /// match.
+    fn script_run(_window: &Window<'_>, _skip: usize) -> Option<[u32; 3]> {
+        None
+    }
 }
 
 /// The bytes of a whole group of blocks.
@@ -386,6 +394,22 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
     // so that each kind of text pays only for the path it takes.
     let mut last = Last::Ascii;
     while off < bytes.len() {
+        let script_like = last == Last::Scripts || (off == 0 && !bytes[0].is_ascii());
+        if filled == 0 && spill.is_none() && script_like {
+            // Runs of CJK, kana or hangul with no ASCII in them: counted by script only.
+            if let Some((scripts, len)) = script_run::<L>(bytes, off) {
+                let [han, kana, hangul] = scripts;
+                sink.add(Feature::Han, han);
+                sink.add(Feature::Kana, kana);
+                sink.add(Feature::Hangul, hangul);
+                // The run's first character after a space.
+                sink.add(Feature::SpaceAlone, (carry.space.last() >> 63) as u32);
+                carry = Carry::default();
+                last = Last::Scripts;
+                off += len;
+                continue;
+            }
+        }
         if L::BLOCKS > 1 && filled == 0 && bytes.len() - off <= 2 * 64 {
             // The text's last one or two blocks: one at a time costs less than packing them
             // into lanes with empty ones.
@@ -405,10 +429,12 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
         let lanes = match whole {
             // The hot path: a whole group of blocks classified straight into lanes.
             Some((lanes, scripts)) => {
+                last = Last::Ascii;
                 if let Some(s) = scripts {
                     sink.add_mask(Feature::Han, s.han);
                     sink.add_mask(Feature::Kana, s.kana);
                     sink.add_mask(Feature::Hangul, s.hangul);
+                    last = Last::Scripts;
                 }
                 off += GROUP;
                 lanes
@@ -469,7 +495,17 @@ fn next_block(
         // the bytes already counted.
         let (prev, cur) = (first64(&bytes[start..]), first64(&bytes[start + 1..]));
         let shift = (64 - len) as u32;
-        block(classify, text, off, cur, Some(prev), len, shift, spill, tally)
+        block(
+            classify,
+            text,
+            off,
+            cur,
+            Some(prev),
+            len,
+            shift,
+            spill,
+            tally,
+        )
     } else {
         // A text shorter than a block: a zero-padded copy.
         let mut buf = [0u8; 64];
@@ -566,6 +602,27 @@ enum Last {
     Scripts,
     /// Characters that had to be decoded.
     Decoded,
+}
+
+/// [`Lanes::script_run`] for the group of blocks at `off`, or, with fewer bytes left, for the
+/// text's last group past `off`; also says how many bytes it covers.
+#[inline(always)]
+fn script_run<L: Lanes>(bytes: &[u8], off: usize) -> Option<([u32; 3], usize)> {
+    if L::BLOCKS == 1 {
+        return None;
+    }
+    let left = bytes.len() - off;
+    let start = if left >= GROUP {
+        off
+    } else {
+        bytes.len().checked_sub(GROUP)?
+    };
+    let window = Window {
+        cur: bytes[start..].first_chunk()?,
+        back: None,
+        on: bytes[start + 1..].first_chunk(),
+    };
+    L::script_run(&window, off - start).map(|counts| (counts, left.min(GROUP)))
 }
 
 /// The group of blocks at `off` through [`Lanes::ascii_group`] or [`Lanes::script_group`],

@@ -481,6 +481,19 @@ mod tests {
             }
         }
 
+        /// Long runs with no ASCII (read as script runs, the text's last one overlapping the
+        /// one before), between ASCII words and spaces and characters that must be decoded.
+        #[test]
+        fn vector_and_scalar_paths_agree_on_runs_of_cjk(
+            runs in proptest::collection::vec(("[中文こカ한국ー、。，ｱ]{0,300}", "( |  |a |x|\n|1|é|ꀀ|ㄱ|\u{3000})?"), 1..4)
+        ) {
+            let text: String = runs.into_iter().map(|(run, gap)| run + &gap).collect();
+            for encoding in [Encoding::Cl100k, Encoding::O200k] {
+                let scalar = units_with(&text, encoding, classify::Classifier::SCALAR);
+                prop_assert_eq!(units_with(&text, encoding, classify::Classifier::detect()), scalar);
+            }
+        }
+
         /// Texts that end exactly where a group of four blocks does, so the script group's
         /// last byte has no byte after it in the text; near the end, a character that must be
         /// decoded (`ㄱ`, `ꀀ`) follows one whose last byte would make it CJK or hangul if read
@@ -508,6 +521,21 @@ mod tests {
         fn vector_and_scalar_paths_agree_on_any_text(text in any::<String>()) {
             let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
             prop_assert_eq!(units_with(&text, Encoding::Cl100k, classify::Classifier::detect()), scalar);
+        }
+    }
+
+    /// A run of CJK read by script alone right after a whole group that ends with a space:
+    /// the space before the run is still priced.
+    #[test]
+    fn space_before_a_run_of_cjk_after_a_whole_group() {
+        for run in ["中", "こ", "한"] {
+            let text = run.repeat(85) + " " + &run.repeat(100);
+            assert_eq!(text.as_bytes()[255], b' ');
+            let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
+            assert_eq!(
+                units_with(&text, Encoding::Cl100k, classify::Classifier::detect()),
+                scalar
+            );
         }
     }
 
