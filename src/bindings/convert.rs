@@ -73,6 +73,29 @@ fn with_str<R>(
     Ok(f(text))
 }
 
+thread_local! {
+    /// The buffer tool inputs are written into, kept between calls so that pricing a tool
+    /// call allocates nothing once it has grown.
+    static JSON: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Calls `f` with an empty string to write JSON into: the thread's buffer, or a new string
+/// if that is in use (msgspec, called for odd values, could in principle call back here).
+fn with_json<R>(f: impl FnOnce(&mut String) -> R) -> R {
+    JSON.with(|buf| match buf.try_borrow_mut() {
+        Ok(mut json) => {
+            json.clear();
+            let r = f(&mut json);
+            if json.capacity() > 1 << 16 {
+                // Do not keep a huge input's buffer for the life of the thread.
+                *json = String::new();
+            }
+            r
+        }
+        Err(_) => f(&mut String::new()),
+    })
+}
+
 /// Nesting below which [`write_json`] recurses; deeper values (and cycles) go to msgspec.
 const JSON_DEPTH: u32 = 32;
 
@@ -83,7 +106,6 @@ const JSON_DEPTH: u32 = 32;
 /// nesting — is encoded by msgspec, whose error (a cycle, an
 /// unsupported type) is the caller's "not JSON-encodable".
 fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u32) -> PyResult<()> {
-    use std::fmt::Write;
     if depth < JSON_DEPTH {
         if let Ok(s) = value.cast_exact::<PyString>() {
             write_json_str(s.to_str()?, out);
@@ -99,27 +121,32 @@ fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u3
         }
         if let Ok(i) = value.cast_exact::<PyInt>() {
             if let Ok(v) = i.extract::<i64>() {
-                let _ = write!(out, "{v}");
+                write_int(v, out);
                 return Ok(());
             }
         }
         if let Ok(d) = value.cast_exact::<PyDict>() {
-            if d.keys()
-                .iter()
-                .all(|k| k.is_exact_instance_of::<PyString>())
-            {
-                out.push('{');
-                for (i, (k, v)) in d.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_json_str(k.cast::<PyString>()?.to_str()?, out);
-                    out.push(':');
-                    write_json(c, &v, out, depth + 1)?;
+            let start = out.len();
+            out.push('{');
+            let mut str_keys = true;
+            for (i, (k, v)) in d.iter().enumerate() {
+                let Ok(k) = k.cast_exact::<PyString>() else {
+                    str_keys = false;
+                    break;
+                };
+                if i > 0 {
+                    out.push(',');
                 }
+                write_json_str(k.to_str()?, out);
+                out.push(':');
+                write_json(c, &v, out, depth + 1)?;
+            }
+            if str_keys {
                 out.push('}');
                 return Ok(());
             }
+            // A key that is not a string: the whole dict goes to msgspec.
+            out.truncate(start);
         }
         if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
             out.push('[');
@@ -136,6 +163,25 @@ fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u3
     let encoded = c.json_encode.bind(value.py()).call1((value,))?;
     out.push_str(std::str::from_utf8(encoded.extract::<&[u8]>()?).unwrap_or_default());
     Ok(())
+}
+
+/// Appends `v` in decimal (what `write!` does, without the formatting machinery).
+fn write_int(v: i64, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push('-');
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// Appends `s` as a JSON string: quotes, backslashes and control characters escaped, the rest
@@ -321,15 +367,16 @@ fn walk_content(
         if ty.is(c.text.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
-            let mut json = String::new();
-            write_json(c, &block.getattr(intern!(py, "input"))?, &mut json, 0).map_err(|e| {
-                invalid_message(
-                    format!("not JSON-encodable: {e}"),
-                    format!("{}.input", bpath()),
-                )
-            })?;
-            with_str(&block, intern!(py, "name"), bpath, |name| {
-                tally.tool_use(name, &json)
+            with_json(|json| {
+                write_json(c, &block.getattr(intern!(py, "input"))?, json, 0).map_err(|e| {
+                    invalid_message(
+                        format!("not JSON-encodable: {e}"),
+                        format!("{}.input", bpath()),
+                    )
+                })?;
+                with_str(&block, intern!(py, "name"), bpath, |name| {
+                    tally.tool_use(name, json)
+                })
             })?;
             if let Some(ids) = ids.as_deref_mut() {
                 ids.uses
