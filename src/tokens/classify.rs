@@ -325,11 +325,11 @@ mod avx2 {
         __m256i, _mm256_add_epi16, _mm256_add_epi32, _mm256_add_epi8, _mm256_alignr_epi8,
         _mm256_and_si256, _mm256_blend_epi32, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8,
         _mm256_extract_epi64, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16,
-        _mm256_min_epu8, _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256,
-        _mm256_permute4x64_epi64, _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x,
-        _mm256_setr_epi32, _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8,
-        _mm256_sll_epi64, _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256,
-        _mm256_sub_epi16, _mm256_sub_epi8, _mm256_testz_si256, _mm256_xor_si256, _mm_cvtsi32_si128,
+        _mm256_movemask_epi8, _mm256_or_si256, _mm256_permute2x128_si256, _mm256_permute4x64_epi64,
+        _mm256_set1_epi16, _mm256_set1_epi8, _mm256_set_epi64x, _mm256_setr_epi32,
+        _mm256_setr_epi8, _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_sll_epi64,
+        _mm256_srl_epi64, _mm256_srli_epi16, _mm256_storeu_si256, _mm256_sub_epi16,
+        _mm256_testz_si256, _mm256_xor_si256, _mm_cvtsi32_si128,
     };
     use std::ops::{BitAnd, BitOr, Not};
 
@@ -763,12 +763,13 @@ mod avx2 {
         u64::from(lo) | u64::from(hi) << 32
     }
 
-    /// `lo <= v < lo + n` per byte, unsigned: `min(v - lo, n - 1) == v - lo`.
+    /// `lo <= v < lo + n` per byte (`n <= 128`), unsigned: `v - lo + 0x80` moves the range
+    /// to the bottom of the signed bytes, `-128..-128 + n`, and one signed compare finds it.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn within(v: __m256i, lo: u8, n: u8) -> __m256i {
-        let d = _mm256_sub_epi8(v, _mm256_set1_epi8(lo as i8));
-        _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8((n - 1) as i8)), d)
+        let moved = _mm256_add_epi8(v, _mm256_set1_epi8(0x80u8.wrapping_sub(lo) as i8));
+        _mm256_cmpgt_epi8(_mm256_set1_epi8((i16::from(n) - 128) as i8), moved)
     }
 
     /// [`within`] as a mask.
@@ -819,13 +820,23 @@ mod avx2 {
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn spaces(v: __m256i) -> u32 {
-        eq(v, b' ') | eq(v, b'\t')
+        either(v, b' ', b'\t')
     }
 
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn newlines(v: __m256i) -> u32 {
-        eq(v, b'\n') | eq(v, b'\r')
+        either(v, b'\n', b'\r')
+    }
+
+    /// The bytes equal to `a` or `b` (one `movemask` for both).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn either(v: __m256i, a: u8, b: u8) -> u32 {
+        bits(_mm256_or_si256(
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(a as i8)),
+            _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b as i8)),
+        ))
     }
 
     /// SAFETY: the CPU has AVX2.
