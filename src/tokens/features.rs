@@ -191,6 +191,9 @@ pub(crate) fn kind(c: char) -> Char {
         0x00A0 | 0x2000..=0x200A | 0x202F | 0x205F => Char::Space,
         0x0085 | 0x2028 | 0x2029 => Char::Newline,
         0x0300..=0x036F => Char::Letter,
+        // General punctuation (dashes, curly quotes, bullets, ellipses): common in prose, and
+        // none of it alphabetic, so no table lookup.
+        0x2010..=0x2027 | 0x2030..=0x205E => Char::Alone(Feature::Symbol),
         _ if c.is_alphabetic() => Char::Letter,
         _ => Char::Alone(Feature::Symbol),
     }
