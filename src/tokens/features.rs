@@ -327,7 +327,7 @@ impl Lanes for u64 {
 }
 
 /// Where the masks of each pattern go to be counted or priced.
-pub(crate) trait Sink<L>: Tally {
+pub(crate) trait Sink<L> {
     fn add_mask(&mut self, feature: Feature, mask: L);
 
     /// Called after each `Lanes::BLOCKS` blocks (vector sinks fold their narrow sums).
@@ -385,7 +385,11 @@ impl<T: Tally> Scan for Count<'_, T> {
 
 /// Feeds every pattern of `text` to `sink`, `L::BLOCKS` blocks at a time.
 #[inline(always)]
-pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, sink: &mut S) {
+pub(crate) fn drive<L: Lanes, S: Sink<L> + Tally>(
+    text: &str,
+    classify: &impl Classify,
+    sink: &mut S,
+) {
     let bytes = text.as_bytes();
     let mut carry = Carry::<L>::default();
     // A character whose bytes run on into the next block: how many, and what it is.
@@ -431,16 +435,33 @@ pub(crate) fn drive<L: Lanes, S: Sink<L>>(text: &str, classify: &impl Classify, 
         };
         let lanes = match whole {
             // The hot path: a whole group of blocks classified straight into lanes.
-            Some((lanes, scripts)) => {
+            Some(Whole {
+                block,
+                scripts,
+                counted: None,
+            }) => {
                 last = Last::Ascii;
                 if let Some(s) = scripts {
-                    sink.add_mask(Feature::Han, s.han);
-                    sink.add_mask(Feature::Kana, s.kana);
-                    sink.add_mask(Feature::Hangul, s.hangul);
+                    s.price(sink);
                     last = Last::Scripts;
                 }
                 off += GROUP;
-                lanes
+                block
+            }
+            // The text's last group, read from further back: only what lies past `off` is
+            // priced, and the text ends with it.
+            Some(Whole {
+                block,
+                scripts,
+                counted: Some(counted),
+            }) => {
+                let mut sink = Masked { sink, counted };
+                if let Some(s) = scripts {
+                    s.price(&mut sink);
+                }
+                patterns(&block, &mut carry, &mut sink);
+                off = bytes.len();
+                continue;
             }
             None => {
                 let (b, held, len) = next_block(classify, text, off, &mut spill, sink);
@@ -628,33 +649,87 @@ fn script_run<L: Lanes>(bytes: &[u8], off: usize) -> Option<([u32; 3], usize)> {
     L::script_run(&window, off - start).map(|counts| (counts, left.min(GROUP)))
 }
 
+/// A group of blocks read whole.
+struct Whole<L> {
+    block: Block<L>,
+    scripts: Option<Scripts<L>>,
+    /// For the text's last group, read from further back: the bits of the bytes counted
+    /// before, which it only looks back at.
+    counted: Option<L>,
+}
+
 /// The group of blocks at `off` through [`Lanes::ascii_group`] or [`Lanes::script_group`],
 /// whichever suits text like the block before (`last`; both at the text's start), if the
-/// lanes have them and the whole group is in the text.
+/// lanes have them. With fewer bytes than a group left, the text's last group is read,
+/// from as far back as it takes.
 #[inline(always)]
-fn whole_group<L: Lanes>(
-    bytes: &[u8],
-    off: usize,
-    last: Last,
-) -> Option<(Block<L>, Option<Scripts<L>>)> {
+fn whole_group<L: Lanes>(bytes: &[u8], off: usize, last: Last) -> Option<Whole<L>> {
     if L::BLOCKS == 1 || last == Last::Decoded {
         return None;
     }
+    let (start, counted) = if bytes.len() - off >= GROUP {
+        (off, None)
+    } else {
+        // At least 7 bytes back, past the patterns' longest look-back (a letter's 6 before
+        // it), so that every byte priced looks back within the group.
+        let start = bytes.len().checked_sub(GROUP).filter(|&s| s + 7 <= off)?;
+        let mut lanes = [0u64; 4];
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane = span(0, (off - start).saturating_sub(64 * i).min(64));
+        }
+        (start, Some(L::pack(&lanes[..L::BLOCKS])))
+    };
     let window = Window {
-        cur: bytes[off..].first_chunk()?,
-        back: off.checked_sub(1).and_then(|p| bytes[p..].first_chunk()),
-        on: bytes[off + 1..].first_chunk(),
+        cur: bytes[start..].first_chunk()?,
+        back: start.checked_sub(1).and_then(|p| bytes[p..].first_chunk()),
+        on: bytes[start + 1..].first_chunk(),
     };
     // (No closures here: they would not be compiled with the classifier's CPU features.)
     if last == Last::Ascii || off == 0 {
-        if let Some(b) = L::ascii_group(&window) {
-            return Some((b, None));
+        if let Some(block) = L::ascii_group(&window) {
+            return Some(Whole {
+                block,
+                scripts: None,
+                counted,
+            });
         }
         if off > 0 {
             return None;
         }
     }
-    L::script_group(&window).map(|(b, s)| (b, Some(s)))
+    let (block, scripts) = L::script_group(&window)?;
+    Some(Whole {
+        block,
+        scripts: Some(scripts),
+        counted,
+    })
+}
+
+impl<L: Lanes> Scripts<L> {
+    #[inline(always)]
+    fn price(&self, sink: &mut impl Sink<L>) {
+        sink.add_mask(Feature::Han, self.han);
+        sink.add_mask(Feature::Kana, self.kana);
+        sink.add_mask(Feature::Hangul, self.hangul);
+    }
+}
+
+/// A sink that drops the bits of bytes counted before (`counted`).
+struct Masked<'a, S, L> {
+    sink: &'a mut S,
+    counted: L,
+}
+
+impl<L: Lanes, S: Sink<L>> Sink<L> for Masked<'_, S, L> {
+    #[inline(always)]
+    fn add_mask(&mut self, feature: Feature, mask: L) {
+        self.sink.add_mask(feature, mask & !self.counted);
+    }
+
+    #[inline(always)]
+    fn end_group(&mut self) {
+        self.sink.end_group();
+    }
 }
 
 /// The masks of `L::BLOCKS` consecutive blocks, one per lane.

@@ -481,6 +481,16 @@ mod tests {
             }
         }
 
+        /// One whole group and a tail too long for block-at-a-time: the text's last group is
+        /// read from further back, and each byte it prices looks back only within it.
+        #[test]
+        fn vector_and_scalar_paths_agree_on_an_overlapped_last_group(
+            text in "[a-z0-9 .]{385,511}"
+        ) {
+            let scalar = units_with(&text, Encoding::Cl100k, classify::Classifier::SCALAR);
+            prop_assert_eq!(units_with(&text, Encoding::Cl100k, classify::Classifier::detect()), scalar);
+        }
+
         /// Long runs with no ASCII (read as script runs, the text's last one overlapping the
         /// one before), between ASCII words and spaces and characters that must be decoded.
         #[test]
