@@ -758,46 +758,47 @@ fn pack<L: Lanes>(group: &[Block<u64>]) -> Block<L> {
 /// into.
 #[inline(always)]
 fn patterns<L: Lanes>(b: &Block<L>, carry: &mut Carry<L>, sink: &mut impl Sink<L>) {
+    // Each class's patterns are priced as soon as they are found, and its carry replaced,
+    // so that few masks are live at once (the vector path has 16 registers for them).
+    let space1 = b.space.back(carry.space, 1);
+    let space2 = b.space.back(carry.space, 2);
+    carry.space = b.space;
+    sink.add_mask(Feature::SpaceAlone, b.other & space1);
+    sink.add_mask(Feature::SpaceDigit, b.digit & space1);
+    let solid = b.word | b.digit | b.punct;
+    sink.add_mask(Feature::MultiSpace, solid & space1 & space2);
+
     let word1 = b.word.back(carry.word, 1);
+    sink.add_mask(Feature::Word, b.word & !word1);
     let word2 = b.word & word1;
     let word4 = word2 & word2.back(carry.word2, 2);
     let word7 = word4 & word4.back(carry.word4, 3);
+    sink.add_mask(Feature::LongLetter, b.letter & word7);
+    carry.word = b.word;
+    carry.word2 = word2;
+    carry.word4 = word4;
+
     let digit1 = b.digit.back(carry.digit, 1);
+    sink.add_mask(Feature::DigitRun, b.digit & !digit1);
     let digit2 = b.digit & digit1;
-    let digit4 = digit2 & digit2.back(carry.digit2, 2);
+    sink.add_mask(Feature::DigitExtra, digit2 & digit2.back(carry.digit2, 2));
+    carry.digit = b.digit;
+    carry.digit2 = digit2;
+
     let punct1 = b.punct.back(carry.punct, 1);
     let punct2 = b.punct.back(carry.punct, 2);
-    let space1 = b.space.back(carry.space, 1);
-    let space2 = b.space.back(carry.space, 2);
-    let newline1 = b.newline.back(carry.newline, 1);
-    let run_punct = b.punct & punct1;
-    let solid = b.word | b.digit | b.punct;
-
-    sink.add_mask(Feature::Word, b.word & !word1);
-    sink.add_mask(Feature::LongLetter, b.letter & word7);
-    sink.add_mask(Feature::DigitRun, b.digit & !digit1);
-    sink.add_mask(Feature::DigitExtra, digit4);
-    sink.add_mask(Feature::SpaceDigit, b.digit & space1);
+    carry.punct = b.punct;
     sink.add_mask(Feature::PunctRun, b.punct & !punct1);
     sink.add_mask(Feature::Glued, b.word & punct1 & !punct2);
+    let run_punct = b.punct & punct1;
     sink.add_mask(Feature::PunctMixed, run_punct & !b.same);
     sink.add_mask(Feature::PunctRepeat, run_punct & b.same);
-    sink.add_mask(Feature::MultiSpace, solid & space1 & space2);
-    sink.add_mask(Feature::SpaceAlone, b.other & space1);
+
+    let newline1 = b.newline.back(carry.newline, 1);
+    carry.newline = b.newline;
     sink.add_mask(Feature::Newline, b.newline & !newline1);
     sink.add_mask(Feature::Indent, b.space & newline1);
     sink.end_group();
-
-    *carry = Carry {
-        word: b.word,
-        word2,
-        word4,
-        digit: b.digit,
-        digit2,
-        punct: b.punct,
-        space: b.space,
-        newline: b.newline,
-    };
 }
 
 /// The first 64 bytes of a slice known to hold at least that many.
