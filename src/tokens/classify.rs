@@ -356,8 +356,9 @@ mod avx2 {
         }
 
         /// Four blocks at a time: the pattern masks as 4 × 64-bit lanes, priced with byte
-        /// popcounts and multiply-adds. A text of fewer than three blocks goes one block at a
-        /// time: setting up and folding the vector sums would cost more than they save.
+        /// popcounts and multiply-adds. A text shorter than a group of four blocks goes one
+        /// block at a time: with no whole group to read in place, its blocks would be packed
+        /// into lanes one by one, and the vector sums set up and folded, for no gain.
         #[inline(always)]
         fn units(&self, text: &str, encoding: Encoding) -> i64 {
             let one_by_one = |text: &str| {
@@ -369,7 +370,7 @@ mod avx2 {
                 // One block: a copy of the loop that the compiler knows runs once.
                 return one_by_one(text);
             }
-            if text.len() < 3 * 64 {
+            if text.len() < 4 * 64 {
                 return one_by_one(text);
             }
             let mut sink = VecUnits::new(encoding);
