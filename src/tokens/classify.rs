@@ -11,10 +11,11 @@
 //! for the CJK masks. CJK ideographs, CJK punctuation, fullwidth forms, kana and hangul are
 //! recognised from their first two bytes, so CJK text is counted without decoding characters.
 //!
-//! With AVX2, texts of three blocks or more are read a group of four blocks at a time where
-//! they can be: all-ASCII groups (`ascii_group`) and groups whose non-ASCII characters are
-//! all recognised that way (`script_group`, which tests each byte against the byte after it)
-//! are classified straight into 4 × 64-bit lanes; any other group goes block by block.
+//! With AVX2, texts of a group of four blocks or more are read a group at a time where they
+//! can be: all-ASCII groups (`ascii_group`) and groups whose non-ASCII characters are all
+//! recognised that way (`script_group`, which tests each byte against the byte after it)
+//! are classified straight into 4 × 64-bit lanes, and runs with no ASCII at all
+//! (`script_run`) are only counted; any other group goes block by block.
 //!
 //! This module is the crate's only `unsafe` code: the AVX2 intrinsics, which are sound to call
 //! only once the CPU is known to have AVX2. [`Classifier::run`] enforces that: the AVX2
@@ -535,13 +536,7 @@ mod avx2 {
     #[inline(always)]
     unsafe fn script_group(window: &Window<'_>) -> Option<(Block<V>, Scripts<V>)> {
         let cur = halves!(|j| load(window.cur.as_ptr().add(32 * j)));
-        // The bytes one further on: in the group, except after its last byte; there, if the
-        // text ends, a zero comes in (no character starts in a text's last byte).
-        let after = halves!(|j| match (j, window.on) {
-            (7, Some(on)) => load(on.as_ptr().add(7 * 32)),
-            (7, None) => shifted_out(cur[7]),
-            _ => load(window.cur.as_ptr().add(32 * j + 1)),
-        });
+        let after = halves!(|j| after(window, &cur, j));
         let wide = halves!(|j| raw(cur[j], after[j]).wide());
         let decode = halves!(|j| wide[j].lead)
             .into_iter()
@@ -574,11 +569,7 @@ mod avx2 {
         if a0 | a1 | a2 | a3 | a4 | a5 | a6 | a7 != 0 {
             return None;
         }
-        let after = halves!(|j| match (j, window.on) {
-            (7, Some(on)) => load(on.as_ptr().add(7 * 32)),
-            (7, None) => shifted_out(cur[7]),
-            _ => load(window.cur.as_ptr().add(32 * j + 1)),
-        });
+        let after = halves!(|j| after(window, &cur, j));
         let wide = halves!(|j| raw(cur[j], after[j]).wide());
         let [d0, d1, d2, d3, d4, d5, d6, d7] = halves!(|j| bits(wide[j].lead.0) & counted[j]);
         if d0 | d1 | d2 | d3 | d4 | d5 | d6 | d7 != 0 {
@@ -591,6 +582,18 @@ mod avx2 {
         ];
         let sum = |c: [u32; 8]| c[0] + c[1] + c[2] + c[3] + c[4] + c[5] + c[6] + c[7];
         Some([sum(h), sum(k), sum(g)])
+    }
+
+    /// The bytes one further on than half `j` of `window`'s group (`cur`): in the group,
+    /// except after its last byte; there, if the text ends, a zero comes in (no character
+    /// starts in a text's last byte).
+    #[inline(always)]
+    unsafe fn after(window: &Window<'_>, cur: &[__m256i; 8], j: usize) -> __m256i {
+        match (j, window.on) {
+            (7, Some(on)) => load(on.as_ptr().add(7 * 32)),
+            (7, None) => shifted_out(cur[7]),
+            _ => load(window.cur.as_ptr().add(32 * j + 1)),
+        }
     }
 
     /// The class masks of `window`'s group, `cur` (its eight 32-byte halves), as lanes;
