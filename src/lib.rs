@@ -31,8 +31,10 @@
 pub mod boundary;
 pub mod log;
 pub mod meta;
+pub mod tail;
 pub mod tokens;
 pub mod turn;
+pub mod window;
 
 #[cfg(feature = "python")]
 mod bindings;

@@ -6,6 +6,8 @@ use ctxtrim::boundary::PinnedHead;
 use ctxtrim::boundary::{repair_plan, validate, RepairOp};
 use ctxtrim::log::{Cut, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
+use ctxtrim::tail::decide_from_end;
+use ctxtrim::window::{decide, Options, Rule};
 use proptest::prelude::*;
 
 type Log = MessageLog<u32>;
@@ -386,6 +388,17 @@ fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
 // Properties
 // ------------------------------------------------------------------------------------------
 
+/// Every cut rule, with a parameter drawn from `x`.
+fn rules(x: u64) -> [Rule; 5] {
+    [
+        Rule::Budget(x * 37 % 3_000),
+        Rule::Budget(x * 211 % 20_000),
+        Rule::LastTurns(1 + x as usize % 4),
+        Rule::LastRounds(1 + x as usize % 6),
+        Rule::LastMessages(1 + x as usize % 30),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -605,5 +618,27 @@ proptest! {
     fn repair_generated_histories(metas in history()) {
         let plan = repair_plan(&metas);
         prop_assert_eq!(validate(&apply(&metas, &plan)), vec![]);
+    }
+
+    /// Deciding from the end of a history (reading back only as far as needed) keeps exactly
+    /// what deciding on the whole log keeps, whatever the pairing (orphans, reused ids, late
+    /// results, calls in the head) and wherever the first region ends.
+    #[test]
+    fn deciding_from_the_end_matches_the_whole_log(
+        metas in prop_oneof![history(), chaos()],
+        x in 0u64..10_000,
+        first in 1usize..8,
+        pin_task: bool,
+        start_with_user: bool,
+    ) {
+        let log = log_of(&metas);
+        let options = Options { pin_task, start_with_user };
+        for rule in rules(x) {
+            let whole = decide(&log, rule, options).unwrap();
+            let from_end =
+                decide_from_end(metas.len(), rule, options, first, |i| Ok::<_, ()>(&metas[i]))
+                    .unwrap();
+            prop_assert_eq!(&from_end, &whole, "{:?} {:?}", rule, options);
+        }
     }
 }
