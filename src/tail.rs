@@ -26,7 +26,7 @@
 use crate::boundary::PinnedHead;
 use crate::log::{Cut, MessageLog};
 use crate::meta::{Meta, Role};
-use crate::window::{decide, Answer, CutIndex, NeedMore, Options, Rule, Window};
+use crate::window::{decide, keep_all, Answer, CutIndex, NeedMore, Options, Rule, Window};
 
 /// One message as a [`Tail`] reads it: its facts and its token count (the facts' own, or an
 /// exact counter's).
@@ -382,6 +382,47 @@ impl CutIndex for Tail {
     }
 }
 
+/// Messages read past what a rule surely needs before the first try: a tool round.
+const SLACK: usize = 4;
+
+/// What the messages read back from the end hold, to tell when a rule may be decidable.
+#[derive(Default)]
+struct Reach {
+    messages: usize,
+    tokens: u64,
+    turns: usize,
+    rounds: usize,
+}
+
+impl Reach {
+    /// Adds the next older message; `newer` is the one read just before it.
+    fn add(&mut self, meta: &Meta, tokens: u32, newer: Option<&Meta>) {
+        self.messages += 1;
+        self.tokens += u64::from(tokens);
+        if meta.is_real_user() {
+            self.turns += 1;
+        }
+        // The newer message opens a round if it is a real user message, or an assistant one
+        // that follows neither an assistant nor a real user message (this one).
+        if let Some(newer) = newer {
+            let opens = newer.is_real_user()
+                || (newer.role == Role::Assistant
+                    && meta.role != Role::Assistant
+                    && !meta.is_real_user());
+            self.rounds += usize::from(opens);
+        }
+    }
+
+    fn enough(&self, rule: Rule) -> bool {
+        match rule {
+            Rule::Budget(budget) => self.tokens > budget,
+            Rule::LastTurns(k) => self.turns >= k,
+            Rule::LastRounds(k) => self.rounds >= k,
+            Rule::LastMessages(k) => self.messages > k,
+        }
+    }
+}
+
 /// A message's facts as a caller holds them (e.g. a cached Python object), for
 /// [`decide_from_end`].
 pub trait Facts {
@@ -429,7 +470,15 @@ pub fn decide_from_end<F: Facts, E>(
     head.truncate(reader.len());
     // The region, newest message first; `region_rev[j]` is message `len - 1 - j`.
     let mut region_rev: Vec<F> = Vec::new();
-    let mut size = first.max(1);
+    // First read as far back as the rule surely needs (past its budget, its k-th turn or round
+    // start, its n messages), then a round's worth more for the safe cut before that.
+    let mut reach = Reach::default();
+    while step == HeadStep::Done && !reach.enough(rule) && region_rev.len() + head.len() < len {
+        let f = fetch(len - 1 - region_rev.len())?;
+        reach.add(f.meta(), f.tokens(), region_rev.last().map(F::meta));
+        region_rev.push(f);
+    }
+    let mut size = first.max(region_rev.len() + SLACK);
     while step == HeadStep::Done && size + reader.len() < len {
         while region_rev.len() <= size {
             region_rev.push(fetch(len - 1 - region_rev.len())?);
@@ -459,22 +508,14 @@ pub fn decide_from_end<F: Facts, E>(
         };
         log.push((), meta);
     }
-    Ok(decide(&log, rule, options).unwrap_or_else(|NeedMore| unreachable_window(len)))
+    // A log answers every question; should it ever not, keeping everything is safe.
+    Ok(decide(&log, rule, options).unwrap_or_else(|NeedMore| keep_all(len)))
 }
 
 fn with_tokens(f: &impl Facts) -> Meta {
     let mut meta = f.meta().clone();
     meta.tokens = f.tokens();
     meta
-}
-
-/// A log answers every question; should it ever not, keeping everything is the safe answer.
-fn unreachable_window(len: usize) -> Window {
-    Window {
-        ranges: vec![(0, len)],
-        unchanged: true,
-        over_budget: false,
-    }
 }
 
 impl<'a> Fact<'a> {

@@ -175,8 +175,14 @@ fn head_of(index: &impl CutIndex, pin_task: bool) -> Answer<Head> {
 }
 
 fn unchanged(index: &impl CutIndex) -> Window {
+    keep_all(index.len())
+}
+
+/// The window that keeps all `len` messages.
+#[must_use]
+pub fn keep_all(len: usize) -> Window {
     Window {
-        ranges: vec![(0, index.len())],
+        ranges: vec![(0, len)],
         unchanged: true,
         over_budget: false,
     }

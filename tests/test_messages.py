@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
 import gc
 import json
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxtrim import _core
 from ctxtrim.errors import CtxtrimError, InvalidMessage
 from ctxtrim.messages import (
     IMAGE_MEDIA_TYPES,
@@ -274,9 +276,28 @@ def test_messages_are_immutable() -> None:
 
 
 def test_blocks_are_not_gc_tracked() -> None:
-    # gc=False: no reference cycle can go through a valid message (its dicts are plain JSON).
-    for obj in (Message.user("x"), TextBlock("x"), Usage(), ToolResultBlock("t", "x")):
+    # gc=False: no reference cycle can go through a block (its dicts are plain JSON). A
+    # Message has an instance __dict__ for its cached facts, which msgspec only allows on a
+    # gc-tracked struct.
+    for obj in (TextBlock("x"), Usage(), ToolResultBlock("t", "x")):
         assert not gc.is_tracked(obj)
+
+
+def test_facts_are_cached_on_the_message_and_never_copied() -> None:
+    m = Message.assistant("x", tool_uses=[("t1", "ls", {"dir": "/"})])
+    assert m._ctxtrim_facts is None
+    tokens = _core.message_tokens(m)
+    facts = m._ctxtrim_facts
+    assert facts is not None
+    assert _core.message_tokens(m) == tokens and m._ctxtrim_facts is facts
+    # Not a field: not encoded, not compared, and never carried to a new message.
+    assert m == Message.assistant("x", tool_uses=[("t1", "ls", {"dir": "/"})])
+    assert b"facts" not in m.encode()
+    bigger = msgspec.structs.replace(m, content=[TextBlock("x" * 400)])
+    assert bigger._ctxtrim_facts is None
+    assert _core.message_tokens(bigger) > tokens
+    assert copy.copy(m)._ctxtrim_facts is None
+    assert pickle.loads(pickle.dumps(m))._ctxtrim_facts is None
 
 
 def test_replace_validates() -> None:

@@ -7,15 +7,18 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal, final
 
 from ctxtrim.messages import Message
+from ctxtrim.tokens import TokenCounter
 
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
     "CtxtrimError",
+    "MessageFacts",
     "MessageLog",
     "StaleGenerationError",
     "TurnId",
     "__version__",
+    "cut_window",
     "estimate_tokens",
     "message_tokens",
     "repair_plan",
@@ -30,8 +33,28 @@ def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
     priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
 
-def message_tokens(message: Message, *, encoding: str = "cl100k_base") -> int:
-    """Estimated tokens of one message: texts, tool names and inputs, images, overhead."""
+def message_tokens(
+    message: Message, *, encoding: str = "cl100k_base", counter: TokenCounter | None = None
+) -> int:
+    """Estimated tokens of one message (texts, tool names and inputs, images, overhead), or
+    ``counter``'s count; either read once per message object (and counter) and cached."""
+
+def cut_window(
+    source: Sequence[Message] | MessageLog,
+    rule: Literal["budget", "turns", "rounds", "messages"],
+    value: int,
+    *,
+    pin_task: bool = True,
+    start_with_user: bool = True,
+    counter: TokenCounter | None = None,
+    encoding: str | None = None,
+) -> tuple[list[tuple[int, int]], bool, bool]:
+    """``(ranges, unchanged, over_budget)``: the ``[start, end)`` ranges a cut rule keeps.
+    A list is read from its ends only, as far back as the decision needs."""
+
+@final
+class MessageFacts:
+    """What the core read from one message, cached on it (``Message._ctxtrim_facts``)."""
 
 def validate_messages(
     messages: Sequence[Message],

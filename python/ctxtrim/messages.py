@@ -60,7 +60,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, TypeAlias, overload
+from typing import Any, ClassVar, Literal, TypeAlias, overload
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -360,7 +360,7 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 # Message
 
 
-class _MessageOptions(msgspec.Struct, frozen=True, kw_only=True, gc=False, omit_defaults=True):
+class _MessageOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, dict=True):
     """The keyword-only optional fields of :class:`Message` (a base class so that ``role`` and
     ``content`` can stay positional)."""
 
@@ -471,6 +471,11 @@ class Message(_MessageOptions, frozen=True):
 
     role: Role
     content: tuple[Block, ...]
+
+    #: The facts the core read from this message (role, tool ids, tokens), kept in the
+    #: instance ``__dict__`` the first time anything asks, so a message is read once however
+    #: many histories hold it. ``None`` until then; not a field (never encoded or compared).
+    _ctxtrim_facts: ClassVar[Any] = None
 
     def __post_init__(self) -> None:
         role = self.role

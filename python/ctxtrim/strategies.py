@@ -26,7 +26,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 import msgspec
 
@@ -108,7 +108,8 @@ class TrimReport:
 
 
 def _count(counter: TokenCounter | None, message: Message) -> int:
-    return _core.message_tokens(message) if counter is None else counter.count_message(message)
+    # Cached on the message: the estimate once per message, a counter's count once per counter.
+    return _core.message_tokens(message, counter=counter)
 
 
 class _Input:
@@ -158,7 +159,7 @@ class _Input:
                 f"(use `await store.load_log()` for other stores), got {type(source).__name__}"
             )
         messages = source if isinstance(source, list) else list(source)
-        tokens = None if counter is None else [counter.count_message(m) for m in messages]
+        tokens = None if counter is None else [_count(counter, m) for m in messages]
         return cls(messages, _core.MessageLog(messages, tokens=tokens), counter)
 
     def counts(self) -> list[int]:
@@ -232,34 +233,6 @@ def _cut_outcome(inp: _Input, head: _Head, cut: int, over_budget: bool = False) 
         msgs.extend(inp.slice(a, b))
     msgs.extend(inp.slice(start, inp.n))
     return _Outcome(msgs, kept, over_budget=over_budget)
-
-
-def _user_cut(inp: _Input, cut: int, floor: int, *, forward_first: bool, limit: int) -> int:
-    """Move ``cut`` to a safe cut whose message is a real user message, so the output does
-    not open with an assistant message when no task is pinned. Searches forwards up to
-    ``limit`` first when ``forward_first`` (fewer tokens), else backwards down to ``floor``
-    (keeps more); falls back to the other direction; leaves ``cut`` alone if there is none
-    (a history with no user message at all)."""
-    if cut >= inp.n or inp.role(cut) != "assistant":
-        return cut
-    log = inp.log
-    forward = log.user_cut_at_or_after(cut + 1)
-    if forward is not None and forward > limit:
-        forward = None
-    backward = log.user_cut_at_or_before(cut - 1) if cut > floor else None
-    if backward is not None and backward < floor:
-        backward = None
-    first, second = (forward, backward) if forward_first else (backward, forward)
-    choice = first if first is not None else second
-    return cut if choice is None else choice
-
-
-def _newest_round_limit(inp: _Input, floor: int) -> int:
-    """The latest cut any strategy makes: the safe cut at or before the newest round."""
-    log = inp.log
-    start = log.kth_last_round_start(1)
-    newest = inp.n if start is None else start
-    return max(log.safe_cut_at_or_before(newest), log.safe_cut_at_or_after(floor))
 
 
 def _finish(out: _Outcome) -> list[Message]:
@@ -358,35 +331,75 @@ class _CutStrategy(ContextStrategy):
             opts.append("start_with_user=False")
         return "".join(", " + o for o in opts)
 
-    def _settle(
-        self, inp: _Input, head: _Head, cut: int, *, forward_first: bool, limit: int
-    ) -> int:
-        cut = max(cut, head.floor)
-        if self.start_with_user and not head.has_user:
-            cut = _user_cut(inp, cut, head.floor, forward_first=forward_first, limit=limit)
-        return cut
 
-    def _keep_from(self, inp: _Input, start: int | None) -> _Outcome:
-        """Keep the pinned head and everything from ``start`` (a turn or round start; None
-        when there are too few to drop any), moved back to a safe cut."""
-        if start is None:
-            return _unchanged(inp)
-        head = _pinned_head(inp, self.pin_task)
-        cut = self._settle(
-            inp,
-            head,
-            inp.log.safe_cut_at_or_before(start),
-            forward_first=False,
-            limit=_newest_round_limit(inp, head.floor),
+class _CoreCut(_CutStrategy):
+    """A cut strategy the core decides in one call (all but :class:`HeadAndTail`)."""
+
+    #: The core's name for the cut rule (``"budget"``, ``"turns"``, ``"rounds"``,
+    #: ``"messages"``) and the attribute holding its budget or count.
+    _rule: Literal["budget", "turns", "rounds", "messages"]
+    _value: str
+
+    def _window(
+        self, source: Sequence[Message] | _core.MessageLog
+    ) -> tuple[list[tuple[int, int]], bool, bool]:
+        """``(ranges, unchanged, over_budget)``: one call into the core decides the window. A
+        list is read from its ends only, as far back as the decision needs."""
+        return _core.cut_window(
+            source,
+            self._rule,
+            getattr(self, self._value),
+            pin_task=self.pin_task,
+            start_with_user=self.start_with_user,
+            counter=self.counter,
         )
-        return _cut_outcome(inp, head, cut)
+
+    def apply(self, source: Source) -> list[Message]:
+        # The hot path: a list (or a log or memory store) goes straight to the core, with no
+        # per-call log or report built; `describe` and `Pipeline` go through `_run`.
+        if type(source) is list:
+            ranges, unchanged, _ = self._window(source)
+            return source if unchanged else _take(source, ranges)
+        log = source.log if isinstance(source, MemoryContextStore) else source
+        if isinstance(log, _core.MessageLog):
+            log = log.snapshot()
+            ranges, unchanged, _ = self._window(log)
+            if unchanged:
+                return log.to_list()
+            return [m for a, b in ranges for m in log.to_list(a, b)]
+        return super().apply(source)
+
+    def _run(self, inp: _Input) -> _Outcome:
+        ranges, unchanged, over = self._window(inp.log)
+        if unchanged:
+            out = _unchanged(inp)
+        else:
+            out = _Outcome(
+                [m for a, b in ranges for m in inp.slice(a, b)],
+                [i for a, b in ranges for i in range(a, b)],
+            )
+        out.over_budget = over
+        if self._rule == "budget":
+            out.budget = getattr(self, self._value)
+        return out
+
+
+def _take(messages: list[Message], ranges: list[tuple[int, int]]) -> list[Message]:
+    """``messages[a:b]`` for each range, concatenated."""
+    if len(ranges) == 1:
+        a, b = ranges[0]
+        return messages[a:b]
+    out: list[Message] = []
+    for a, b in ranges:
+        out += messages[a:b]
+    return out
 
 
 # ============================================================================================
 # Cut strategies
 
 
-class KeepLastTurns(_CutStrategy):
+class KeepLastTurns(_CoreCut):
     """Keep the last ``n`` user turns (agent-air, agentflow), plus the pinned head.
 
     A turn starts at a real user message. If a turn start is not a safe cut (a tool result
@@ -398,14 +411,14 @@ class KeepLastTurns(_CutStrategy):
         super().__init__(pin_task=pin_task, start_with_user=start_with_user)
         self.n = _check_int("n", n, 1)
 
+    _rule = "turns"
+    _value = "n"
+
     def __repr__(self) -> str:
         return f"KeepLastTurns({self.n}{self._options()})"
 
-    def _run(self, inp: _Input) -> _Outcome:
-        return self._keep_from(inp, inp.log.kth_last_turn_start(self.n))
 
-
-class TrimRounds(_CutStrategy):
+class TrimRounds(_CoreCut):
     """Keep the last ``max_rounds`` rounds (agentix), plus the pinned head.
 
     A round starts at a real user message, or at an assistant message that follows tool
@@ -419,14 +432,14 @@ class TrimRounds(_CutStrategy):
         super().__init__(pin_task=pin_task, start_with_user=start_with_user)
         self.max_rounds = _check_int("max_rounds", max_rounds, 1)
 
+    _rule = "rounds"
+    _value = "max_rounds"
+
     def __repr__(self) -> str:
         return f"TrimRounds({self.max_rounds}{self._options()})"
 
-    def _run(self, inp: _Input) -> _Outcome:
-        return self._keep_from(inp, inp.log.kth_last_round_start(self.max_rounds))
 
-
-class KeepLastMessages(_CutStrategy):
+class KeepLastMessages(_CoreCut):
     """Keep about the last ``n`` messages besides the pinned head (autogen Buffered).
 
     The cut goes to the safe cut nearest ``len - n`` (the earlier one on a tie), never past
@@ -438,21 +451,11 @@ class KeepLastMessages(_CutStrategy):
         super().__init__(pin_task=pin_task, start_with_user=start_with_user)
         self.n = _check_int("n", n, 1)
 
+    _rule = "messages"
+    _value = "n"
+
     def __repr__(self) -> str:
         return f"KeepLastMessages({self.n}{self._options()})"
-
-    def _run(self, inp: _Input) -> _Outcome:
-        log = inp.log
-        head = _pinned_head(inp, self.pin_task)
-        wanted = inp.n - self.n
-        if wanted <= head.floor:
-            return _unchanged(inp)
-        limit = _newest_round_limit(inp, head.floor)
-        options = {log.safe_cut_at_or_before(wanted), log.safe_cut_at_or_after(wanted)}
-        options = {c for c in options if head.floor <= c <= limit}
-        cut = min(options, key=lambda c: (abs(c - wanted), c)) if options else limit
-        cut = self._settle(inp, head, cut, forward_first=False, limit=limit)
-        return _cut_outcome(inp, head, cut)
 
 
 #: The ``meta`` key marking a :class:`HeadAndTail` placeholder (its value: messages skipped).
@@ -524,7 +527,7 @@ class HeadAndTail(_CutStrategy):
         return _Outcome(out, kept)
 
 
-class FitContextWindow(_CutStrategy):
+class FitContextWindow(_CoreCut):
     """The longest pair-safe suffix that fits ``max_tokens - reserve_tokens`` with the head.
 
     Works on one-task agent loops with hundreds of tool rounds (it cuts between rounds, not
@@ -556,6 +559,9 @@ class FitContextWindow(_CutStrategy):
             )
         self.counter = counter
 
+    _rule = "budget"
+    _value = "budget"
+
     @property
     def budget(self) -> int:
         """Tokens the kept history may use: ``max_tokens - reserve_tokens``."""
@@ -564,23 +570,6 @@ class FitContextWindow(_CutStrategy):
     def __repr__(self) -> str:
         reserve = f", reserve_tokens={self.reserve_tokens}" if self.reserve_tokens else ""
         return f"FitContextWindow({self.max_tokens}{reserve}{self._options()})"
-
-    def _run(self, inp: _Input) -> _Outcome:
-        log = inp.log
-        budget = self.budget
-        if log.total_tokens <= budget:
-            out = _unchanged(inp)
-            out.budget = budget
-            return out
-        head = _pinned_head(inp, self.pin_task)
-        head_tokens = head.tokens(log)
-        cut, _, _ = log.fit_budget(max(budget - head_tokens, 0), floor=head.floor)
-        limit = _newest_round_limit(inp, head.floor)
-        cut = self._settle(inp, head, cut, forward_first=True, limit=limit)
-        over = head_tokens + log.tokens(max(cut, head.floor)) > budget
-        out = _cut_outcome(inp, head, cut, over_budget=over)
-        out.budget = budget
-        return out
 
 
 # ============================================================================================

@@ -11,6 +11,7 @@ use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
+use super::facts::facts_of;
 use crate::meta::{Meta, Role};
 use crate::tokens::{Encoding, TokenTally};
 
@@ -285,12 +286,22 @@ fn not_a_message(msg: &Bound<'_, PyAny>, path: &str) -> PyErr {
     }
 }
 
-/// The facts about a message already accepted by [`check_message`]. Reading a validated,
-/// frozen message cannot fail; if its fields were forced to garbage behind the API's back,
-/// it is indexed as an opaque user message of `MESSAGE_OVERHEAD` tokens rather than
-/// poisoning every later query.
+/// The facts about a message already accepted by [`check_message`], from its cache (read
+/// now if nothing read them before), with `tokens` (an exact count) or the estimate under
+/// `encoding`. Reading a validated, frozen message cannot fail; if its fields were forced to
+/// garbage behind the API's back, it is indexed as an opaque user message of
+/// `MESSAGE_OVERHEAD` tokens rather than poisoning every later query.
 pub fn indexed_meta(msg: &Bound<'_, PyAny>, tokens: Option<u32>, encoding: Encoding) -> Meta {
-    meta_of(msg, tokens, "message", encoding).unwrap_or_else(|_| {
+    let read = || -> PyResult<Meta> {
+        let facts = facts_of(msg, || "message".to_owned())?;
+        let mut meta = facts.get().meta().clone();
+        meta.tokens = match tokens {
+            Some(t) => t,
+            None => facts.get().tokens(msg, encoding, None)?,
+        };
+        Ok(meta)
+    };
+    read().unwrap_or_else(|_| {
         Meta::new(
             Role::User,
             tokens.unwrap_or(crate::tokens::MESSAGE_OVERHEAD),
@@ -453,14 +464,15 @@ pub fn metas_of(
     let counts = counts_of(tokens, items.len())?;
     let mut metas = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let count = counts.as_ref().and_then(|c| c.get(i).copied());
-        // Only the pair structure matters to these callers; tokens use the default prices.
-        metas.push(meta_of(
-            item,
-            count,
-            &format!("messages[{i}]"),
-            Encoding::default(),
-        )?);
+        // Only the pair structure matters to these callers: the cached facts as they are.
+        let mut meta = facts_of(item, || format!("messages[{i}]"))?
+            .get()
+            .meta()
+            .clone();
+        if let Some(count) = counts.as_ref().and_then(|c| c.get(i).copied()) {
+            meta.tokens = count;
+        }
+        metas.push(meta);
     }
     Ok((items.into_iter().map(Bound::unbind).collect(), metas))
 }

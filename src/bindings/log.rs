@@ -36,7 +36,7 @@ use crate::turn::TurnId;
 /// A Python message object held by the log; `Arc` so that sharing entries between forks and
 /// snapshots never needs the interpreter.
 type Payload = Arc<Py<PyAny>>;
-type Log = MessageLog<Payload>;
+pub type Log = MessageLog<Payload>;
 
 /// The Python list that mirrors the messages, for cheap reads.
 enum Mirror {
@@ -147,6 +147,11 @@ impl PyMessageLog {
         let mut state = self.state(py);
         state.flush(py);
         MutexGuard::map(state, |s| &mut s.log)
+    }
+
+    /// An O(1) clone of the core log with every queued message indexed.
+    pub fn indexed_clone(&self, py: Python<'_>) -> Log {
+        self.indexed(py).clone()
     }
 
     /// A read-only or writable O(1) copy of the current state, sharing the mirror (built

@@ -9,9 +9,11 @@
 mod checks;
 mod convert;
 mod errors;
+mod facts;
 mod log;
 mod tokens;
 mod turn;
+mod window;
 
 use pyo3::prelude::*;
 
@@ -24,11 +26,15 @@ mod core_module {
     #[pymodule_export]
     use super::errors::{CtxtrimError, StaleGenerationError};
     #[pymodule_export]
+    use super::facts::PyFacts;
+    #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
     use super::tokens::{estimate_tokens, message_tokens};
     #[pymodule_export]
     use super::turn::PyTurnId;
+    #[pymodule_export]
+    use super::window::cut_window;
 
     use pyo3::prelude::*;
 

@@ -4,7 +4,7 @@ use pyo3::prelude::*;
 
 use pyo3::exceptions::PyValueError;
 
-use super::convert::tokens_of;
+use super::facts::facts_of;
 use crate::tokens::{self, Encoding};
 
 /// Texts longer than this are estimated with the GIL released; below it, detaching costs
@@ -32,10 +32,18 @@ pub fn estimate_tokens(py: Python<'_>, text: &str, encoding: Option<&str>) -> Py
     })
 }
 
-/// Estimated tokens of one message: texts, tool names and inputs, images, overhead.
+/// Estimated tokens of one message: texts, tool names and inputs, images, overhead; or, with
+/// `counter` (a `TokenCounter`), its `count_message`. Either is read once per message object
+/// (and counter) and kept with the message's facts.
 #[pyfunction]
-#[pyo3(signature = (message, *, encoding = None), text_signature = "(message, *, encoding='cl100k_base')")]
-pub fn message_tokens(message: &Bound<'_, PyAny>, encoding: Option<&str>) -> PyResult<u32> {
+#[pyo3(signature = (message, *, encoding = None, counter = None), text_signature = "(message, *, encoding='cl100k_base', counter=None)")]
+pub fn message_tokens(
+    message: &Bound<'_, PyAny>,
+    encoding: Option<&str>,
+    counter: Option<&Bound<'_, PyAny>>,
+) -> PyResult<u32> {
     let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
-    tokens_of(message, "message", encoding)
+    facts_of(message, || "message".to_owned())?
+        .get()
+        .tokens(message, encoding, counter)
 }

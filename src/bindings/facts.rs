@@ -1,0 +1,160 @@
+//! `MessageFacts`: what the core needs of a message, read once per message object, ever.
+//!
+//! The facts (role, tool ids, whether it opens a turn, its token estimate) are read the first
+//! time anything asks and kept on the message itself, in its instance `__dict__` under
+//! `_ctxtrim_facts` (the class attribute of that name is `None`, so a message not yet read
+//! answers `None` without raising). Every later call on any list, log, store, strategy or
+//! check reuses them: a message is read once however many histories hold it.
+//!
+//! Why on the message: it is the one place whose lifetime is the message's, so the cache is
+//! bounded by the messages alive (no global table that grows with every message ever seen),
+//! and `msgspec.structs.replace`, `copy` and decoding all make a new message with no facts.
+//! It is correct because a message is immutable all the way down (its dicts are frozen copies).
+//!
+//! Token counts: the estimate under `cl100k_base` is read with the facts; under `o200k_base`
+//! on first use. An exact counter's count is kept per counter object (the facts hold a
+//! reference to it), so `counter.count_message` runs once per message and counter.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use parking_lot::Mutex;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use pyo3::{intern, Py};
+
+use super::convert::{check_message, meta_of, tokens_of};
+use crate::meta::Meta;
+use crate::tail::Facts;
+use crate::tokens::Encoding;
+
+/// Not counted yet.
+const UNKNOWN: u32 = u32::MAX;
+
+/// The facts about one message, cached on it.
+#[pyclass(frozen, name = "MessageFacts", module = "ctxtrim._core")]
+pub struct PyFacts {
+    /// Role, tool ids, turn opening; `tokens` is the `cl100k_base` estimate.
+    meta: Meta,
+    /// The `o200k_base` estimate, once asked for.
+    o200k: AtomicU32,
+    /// Exact counters' counts, by counter object.
+    counted: Mutex<Vec<(Py<PyAny>, u32)>>,
+}
+
+impl PyFacts {
+    /// The facts.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// The message's tokens: `counter`'s count if given (called once per counter), else the
+    /// estimate under `encoding`. `msg` is the message these facts belong to.
+    pub fn tokens(
+        &self,
+        msg: &Bound<'_, PyAny>,
+        encoding: Encoding,
+        counter: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u32> {
+        if let Some(counter) = counter {
+            return self.counted(msg, counter);
+        }
+        match encoding {
+            Encoding::Cl100k => Ok(self.meta.tokens),
+            Encoding::O200k => {
+                let known = self.o200k.load(Ordering::Relaxed);
+                if known != UNKNOWN {
+                    return Ok(known);
+                }
+                let tokens = tokens_of(msg, "message", encoding)?;
+                self.o200k.store(tokens, Ordering::Relaxed);
+                Ok(tokens)
+            }
+        }
+    }
+
+    fn counted(&self, msg: &Bound<'_, PyAny>, counter: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let py = msg.py();
+        let known = self
+            .counted
+            .lock()
+            .iter()
+            .find(|(c, _)| c.is(counter))
+            .map(|&(_, n)| n);
+        if let Some(n) = known {
+            return Ok(n);
+        }
+        // Called without the lock held: the counter is Python code and may take its time.
+        let count = counter.call_method1(intern!(py, "count_message"), (msg,))?;
+        let n: u32 = count.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "count_message must return an int between 0 and {}, got {count:?}",
+                u32::MAX - 1
+            ))
+        })?;
+        if n == UNKNOWN {
+            return Err(PyValueError::new_err(
+                "count_message returned a count too large",
+            ));
+        }
+        self.counted.lock().push((counter.clone().unbind(), n));
+        Ok(n)
+    }
+}
+
+/// The facts of `msg`, read now if no call read them before. `path` names the message in an
+/// error (only built on error).
+pub fn facts_of<'py>(
+    msg: &Bound<'py, PyAny>,
+    path: impl Fn() -> String,
+) -> PyResult<Bound<'py, PyFacts>> {
+    let py = msg.py();
+    if check_message(msg, "").is_err() {
+        // Again, with the path: it is only worth formatting for the error.
+        check_message(msg, &path())?;
+    }
+    let key = intern!(py, "_ctxtrim_facts");
+    if let Ok(facts) = msg.getattr(key)?.cast_into::<PyFacts>() {
+        return Ok(facts);
+    }
+    let meta = meta_of(msg, None, &path(), Encoding::Cl100k)?;
+    let facts = Bound::new(
+        py,
+        PyFacts {
+            meta,
+            o200k: AtomicU32::new(UNKNOWN),
+            counted: Mutex::new(Vec::new()),
+        },
+    )?;
+    msg.getattr(intern!(py, "__dict__"))?
+        .cast::<PyDict>()?
+        .set_item(key, &facts)?;
+    Ok(facts)
+}
+
+/// A message's facts with its token count under the caller's pricing, for the core.
+pub struct Fetched<'py> {
+    pub facts: Bound<'py, PyFacts>,
+    pub tokens: u32,
+}
+
+impl Facts for Fetched<'_> {
+    fn meta(&self) -> &Meta {
+        &self.facts.get().meta
+    }
+    fn tokens(&self) -> u32 {
+        self.tokens
+    }
+}
+
+/// `msg`'s facts and its tokens (`counter`'s count, or the estimate under `encoding`).
+pub fn fetch<'py>(
+    msg: &Bound<'py, PyAny>,
+    encoding: Encoding,
+    counter: Option<&Bound<'py, PyAny>>,
+    path: impl Fn() -> String,
+) -> PyResult<Fetched<'py>> {
+    let facts = facts_of(msg, path)?;
+    let tokens = facts.get().tokens(msg, encoding, counter)?;
+    Ok(Fetched { facts, tokens })
+}
