@@ -76,7 +76,7 @@ ALL = [
     KeepLastMessages(3),
     HeadAndTail(2, 2),
     FitContextWindow(60),
-    TruncateToolOutputs(3),
+    TruncateToolOutputs(3, marker="~"),  # a short marker: the results here are short
     ClearToolResults(10, keep=1),
     Pipeline(TruncateToolOutputs(3), FitContextWindow(60)),
     CacheStable(TruncateToolOutputs(3), high=80, low=40),

@@ -3,34 +3,50 @@
 ::
 
     ctxtrim trim FILE --max-tokens N [--format F] [--keep-turns N]
-                 [--truncate-tool-outputs CHARS] [--reserve-tokens N] [--repair] [-o OUT]
+                 [--truncate-tool-outputs CHARS [--truncate-recent-turns N]]
+                 [--reserve-tokens N] [--repair] [-o OUT] [--json]
     ctxtrim stats FILE [--format F] [--json]
-    ctxtrim validate FILE [--format F] [--repair] [-o OUT]
+    ctxtrim validate FILE [--format F] [--repair] [-o OUT] [--json]
 
-``FILE`` is JSON or JSON Lines (``-`` reads stdin) in any format of :mod:`ctxtrim.formats`
-(``--format auto`` detects it). Output is written in the input's format and shape (a request
-body keeps its other keys, JSON Lines stay JSON Lines), to stdout unless ``-o`` is given.
-Reports go to stderr, so ``ctxtrim trim a.json --max-tokens 8000 > b.json`` works.
+``FILE`` is JSON or JSON Lines (``-`` reads stdin; a UTF-8 byte order mark is skipped) in
+any format of :mod:`ctxtrim.formats` (``--format auto`` detects it). Output is written in
+the input's format and shape (a request body keeps its other keys, JSON Lines stay JSON
+Lines), to stdout unless ``-o`` is given; ``-o`` writes a temporary file next to the target
+and renames it over the target, so ``-o`` may name the input file and a failed write leaves
+the target as it was. When a command changes nothing, the input's bytes are written as they
+are (and a same-file ``-o`` is not touched). Reports go to stderr, every line starting with
+``ctxtrim:``, so ``ctxtrim trim a.json --max-tokens 8000 > b.json`` works; ``--json`` prints
+the report as one JSON object on stdout instead (``trim`` and ``validate --repair`` then need
+``-o`` for the conversation).
 
-Exit codes: 0 success; 1 ``validate`` found violations; 2 bad input (unreadable file, not
-JSON, unknown or undetectable format, malformed message, a history with broken tool pairs
-given to ``trim`` without ``--repair``, a bad option) — always one ``ctxtrim: error: ...``
-line on stderr, never a traceback.
+Counts are given in the input's own entries (OpenAI chat messages, Responses items,
+Anthropic messages) as well as in ctxtrim messages (a run of tool results is one message).
+Every error about the content of a file names the format it was read as, and whether that
+format was detected.
+
+Tool calls whose ``arguments`` text is not a JSON object (a model cut off mid-call) are
+refused by ``trim`` and listed by ``validate``; with ``--repair`` the text is kept as it is
+(nothing is lost, and the call still pairs with its result).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import stat
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ctxtrim import __version__
 from ctxtrim.errors import CtxtrimError
-from ctxtrim.formats import FORMATS, detect, dump, load, parse_json
-from ctxtrim.messages import Message, ToolResultBlock
+from ctxtrim.formats import FORMATS, InvalidToolArguments, detect, dump, load, parse_json
+from ctxtrim.formats._common import loads_arguments, raw_arguments
+from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 from ctxtrim.strategies import (
     ContextStrategy,
     FitContextWindow,
@@ -41,7 +57,26 @@ from ctxtrim.strategies import (
 from ctxtrim.tokens import HeuristicTokenCounter
 from ctxtrim.validate import Violation, repair, validate
 
-__all__ = ["main"]
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_OVER_BUDGET", "EXIT_VIOLATIONS", "main"]
+
+#: Success (``trim``: the result is within the budget).
+EXIT_OK = 0
+#: ``validate`` found problems (without ``--repair``).
+EXIT_VIOLATIONS = 1
+#: Bad input, a bad option, an unreadable file or an output that could not be written.
+EXIT_ERROR = 2
+#: ``trim``: even the minimum it keeps (system prompt, task, newest round) is over the
+#: budget; the result is written all the same.
+EXIT_OVER_BUDGET = 3
+
+EXIT_CODES = """\
+exit codes:
+  0  success (trim: the result fits the budget)
+  1  validate: violations found (not with --repair)
+  2  bad input, bad option, unreadable file or failed write (one "ctxtrim: error:" line)
+  3  trim: over budget, even the minimum kept (system prompt, task, newest round)
+     does not fit; the result is written all the same
+"""
 
 
 class CliError(Exception):
@@ -78,21 +113,59 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def note(text: str) -> None:
+    """Report on stderr, every line prefixed with ``ctxtrim:``."""
+    sys.stderr.write("".join(f"ctxtrim: {line}\n" for line in text.splitlines()))
+    sys.stderr.flush()
+
+
 # --------------------------------------------------------------------------------------------
-# Reading and writing
+# Reading
 
 
 @dataclass
 class Document:
-    """A parsed input: its messages, format, original payload and whether it was JSONL."""
+    """A parsed input: its messages, format, original payload and bytes."""
 
     messages: list[Message]
     format: str
     payload: Any
     jsonl: bool
+    raw: bytes
+    path: str
+    detected: bool
+
+    @property
+    def name(self) -> str:
+        return "<stdin>" if self.path == "-" else self.path
+
+    @property
+    def about(self) -> str:
+        """The format it was read as, for reports and errors."""
+        return f"{self.format} format, detected" if self.detected else f"--format {self.format}"
+
+    @property
+    def entries(self) -> int:
+        return entries(self.payload, self.format)
+
+    @property
+    def root(self) -> str:
+        """The name of the entries' array in the provider payload (paths in errors)."""
+        return "input" if self.format == "responses" else "messages"
+
+
+def entries(payload: Any, format: str) -> int:
+    """How many entries of the provider's own list ``payload`` holds."""
+    if isinstance(payload, dict):
+        payload = payload.get("input" if format == "responses" else "messages")
+    if isinstance(payload, list):
+        return len(payload)
+    return 1 if isinstance(payload, str) else 0  # Responses' one-user-message shorthand
 
 
 def read(path: str, format: str) -> Document:
+    """Read and convert ``path``; tool arguments that are not JSON are kept as raw text
+    (the commands decide whether to accept them)."""
     try:
         if path == "-":
             raw = sys.stdin.buffer.read()
@@ -102,18 +175,123 @@ def read(path: str, format: str) -> Document:
     except OSError as e:
         raise CliError(f"cannot read {path}: {e.strerror or e}") from None
     name = "<stdin>" if path == "-" else path
+    hint = "" if format == "auto" else f" (read as --format {format})"
     try:
         payload, jsonl = parse_json(raw)
         fmt = detect(payload) if format == "auto" else format
-        return Document(load(payload, fmt), fmt, payload, jsonl)
     except CtxtrimError as e:
-        hint = "" if format == "auto" else f" (read as --format {format})"
         raise CliError(f"{name}: {e}{hint}") from None
+    detected = format == "auto"
+    try:
+        messages = load(payload, fmt, raw_arguments=True)
+    except CtxtrimError as e:
+        about = f"detected as {fmt} format; --format chooses another" if detected else hint[2:-1]
+        raise CliError(f"{name}: {e} ({about})") from None
+    return Document(messages, fmt, payload, jsonl, raw, path, detected)
 
 
-def render(doc: Document, messages: list[Message]) -> str:
-    """``messages`` in the document's format and shape, as text."""
-    out = dump(messages, doc.format)
+@dataclass(frozen=True)
+class Problem:
+    """A violation or a tool call with unreadable arguments, located in the input."""
+
+    kind: str
+    description: str
+    message: int | None  # index among ctxtrim messages
+    entry: int | None  # index among the input's entries
+    path: str
+
+    def line(self) -> str:
+        return f"{self.path}: {self.kind}: {self.description}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "entry": self.entry,
+            "message": self.message,
+            "kind": self.kind,
+            "description": self.description,
+        }
+
+
+def _entry_starts(doc: Document, messages: Sequence[Message]) -> list[int] | None:
+    """The index of the first entry of each message in ``doc``'s format (None if the
+    messages cannot be placed one by one)."""
+    starts = []
+    at = 0
+    try:
+        for m in messages:
+            starts.append(at)
+            at += entries(dump([m], doc.format), doc.format)
+        total = entries(dump(messages, doc.format), doc.format)
+    except CtxtrimError:
+        return None
+    return starts if at == total else None
+
+
+def problems(doc: Document, violations: Sequence[Violation]) -> list[Problem]:
+    """``violations`` of ``doc.messages`` and its unreadable tool arguments, with the path of
+    the entry each is in."""
+    out: list[Problem] = []
+    if violations:
+        starts = _entry_starts(doc, doc.messages)
+        for v in violations:
+            entry = None if starts is None else starts[v.index]
+            path = f"{doc.root}[{entry}]" if entry is not None else f"message {v.index}"
+            out.append(Problem(v.kind, v.description, v.index, entry, path))
+    out += _bad_arguments(doc)
+    return sorted(out, key=lambda p: (p.entry is None, p.entry or 0, p.message or 0))
+
+
+def _bad_arguments(doc: Document) -> list[Problem]:
+    """The tool calls whose arguments text is not a JSON object (kept as raw text)."""
+    if not any(
+        type(b) is ToolUseBlock and raw_arguments(b.input) is not None
+        for m in doc.messages
+        for b in m.content
+    ):
+        return []
+    out: list[Problem] = []
+    items = doc.payload.get(doc.root) if isinstance(doc.payload, dict) else doc.payload
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        if not isinstance(item, dict):
+            continue
+        calls: list[tuple[str, Any, Any]] = []  # (path, the dict with "arguments", call id)
+        if doc.format == "responses" and item.get("type") == "function_call":
+            calls.append((f"input[{i}].arguments", item, item.get("call_id")))
+        elif doc.format == "openai" and isinstance(item.get("tool_calls"), list):
+            for k, call in enumerate(item["tool_calls"]):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    path = f"messages[{i}].tool_calls[{k}].function.arguments"
+                    calls.append((path, fn, call.get("id")))
+        for path, holder, call_id in calls:
+            try:
+                loads_arguments(holder.get("arguments"), path)
+            except InvalidToolArguments as e:
+                out.append(
+                    Problem(
+                        "invalid_arguments",
+                        f"{e.reason} (call {call_id})",
+                        None,
+                        i,
+                        path,
+                    )
+                )
+            except CtxtrimError:
+                pass
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def render(doc: Document, messages: list[Message]) -> tuple[str, int]:
+    """``messages`` in the document's format and shape, as text; and its entry count."""
+    try:
+        out = dump(messages, doc.format)
+    except CtxtrimError as e:
+        raise CliError(f"{doc.name}: cannot write the result as {doc.about}: {e}") from None
     original = doc.payload
     if doc.format == "anthropic":
         if isinstance(original, dict):  # keep the request body's other keys, in order
@@ -129,70 +307,206 @@ def render(doc: Document, messages: list[Message]) -> str:
     elif isinstance(original, dict):
         key = "input" if doc.format == "responses" else "messages"
         out = {**original, key: out}
+    count = entries(out, doc.format)
     if doc.jsonl and isinstance(out, list):
-        return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in out)
-    return json.dumps(out, ensure_ascii=False, indent=2) + "\n"
+        return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in out), count
+    return json.dumps(out, ensure_ascii=False, indent=2) + "\n", count
 
 
-def write(text: str, path: str | None) -> None:
-    if path is None or path == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
+def _silence_stdout() -> None:
+    """After stdout failed (closed pipe, full disk): point it at /dev/null, so the
+    interpreter's final flush does not report the same failure again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def out(data: str | bytes) -> None:
+    """Write to stdout (UTF-8, whatever the locale)."""
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(data.decode("utf-8") if isinstance(data, bytes) else data)
+        else:
+            buffer.write(data.encode("utf-8") if isinstance(data, str) else data)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        _silence_stdout()
+        raise CliError(f"cannot write to stdout: {e.strerror or e}") from None
+
+
+def same_file(a: str, b: str | None) -> bool:
+    if a == "-" or b is None or b == "-":
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def write(data: str | bytes, path: str | None) -> None:
+    """Write to ``path`` atomically (a temporary file in the same directory renamed over
+    it; the target's permissions kept), or to stdout for None or ``-``. A path that exists
+    and is not a regular file (a device, a pipe), or is under /dev or /proc, is written
+    directly."""
+    if path is None or path == "-":
+        out(data)
+        return
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    target = os.path.realpath(path)  # a symlink: replace what it points to, not the link
+    try:
+        special = path.startswith(("/dev/", "/proc/"))  # /dev/stdout is a stream, not a file
+        if special or (os.path.exists(target) and not os.path.isfile(target)):
+            with open(target, "wb") as f:
+                f.write(raw)
+            return
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=os.path.dirname(target)
+        )
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            except FileNotFoundError:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError as e:
         raise CliError(f"cannot write {path}: {e.strerror or e}") from None
 
 
-def _violations(violations: list[Violation]) -> str:
-    return "\n".join(f"messages[{v.index}]: {v.kind}: {v.description}" for v in violations)
+def write_result(doc: Document, text: str | None, output: str | None) -> bool:
+    """Write the result (``None``: unchanged, so the input's own bytes); returns whether
+    anything was written (an unchanged result is not written over its own input)."""
+    if text is None:
+        if same_file(doc.path, output):
+            return False
+        write(doc.raw, output)
+        return True
+    write(text, output)
+    return True
+
+
+def _count_clipped(before: Sequence[Message], after: Sequence[Message]) -> int:
+    """Tool results in ``after`` whose content differs from the same call's in ``before``."""
+    contents: dict[str, list[object]] = {}
+    for m in before:
+        for r in m.tool_results:
+            contents.setdefault(r.tool_use_id, []).append(r.content)
+    clipped = 0
+    for m in after:
+        for r in m.tool_results:
+            queue = contents.get(r.tool_use_id)
+            if queue:
+                clipped += queue.pop(0) != r.content
+    return clipped
 
 
 # --------------------------------------------------------------------------------------------
 # Commands
 
 
+def _json_out(report: dict[str, Any]) -> None:
+    out(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
+
+
 def cmd_trim(args: argparse.Namespace) -> int:
+    if args.json and args.output in (None, "-"):
+        raise CliError("--json prints the report on stdout: give -o OUT for the conversation")
     doc = read(args.file, args.format)
     messages = doc.messages
-    problems = validate(messages)
-    if problems:
-        if not args.repair:
-            first = problems[0]
-            raise CliError(
-                f"{args.file}: {len(problems)} tool-pair violation(s), first at "
-                f"messages[{first.index}]: {first.description}; run `ctxtrim validate` to list "
-                "them, or pass --repair"
-            )
+    violations = validate(messages)
+    found = problems(doc, violations)
+    if found and not args.repair:
+        first = found[0]
+        raise CliError(
+            f"{doc.name}: {len(found)} violation(s), first at {first.path}: {first.kind}: "
+            f"{first.description} ({doc.about}); run `ctxtrim validate` to list them, or pass "
+            "--repair"
+        )
+    if violations:
         messages = repair(messages)
-        print(f"repaired {len(problems)} violation(s) first", file=sys.stderr)
+    kept_raw = sum(p.kind == "invalid_arguments" for p in found)
     steps: list[ContextStrategy] = []
     if args.truncate_tool_outputs is not None:
-        steps.append(TruncateToolOutputs(args.truncate_tool_outputs))
+        steps.append(
+            TruncateToolOutputs(
+                args.truncate_tool_outputs, keep_recent_turns=args.truncate_recent_turns
+            )
+        )
     if args.keep_turns is not None:
         steps.append(KeepLastTurns(args.keep_turns))
     steps.append(FitContextWindow(args.max_tokens, reserve_tokens=args.reserve_tokens))
     strategy = Pipeline(*steps) if len(steps) > 1 else steps[0]
     report = strategy.describe(messages)
     trimmed = strategy(messages)
-    write(render(doc, trimmed), args.output)
+    if report.unchanged and not violations:
+        text, entries_after = None, doc.entries
+    else:
+        text, entries_after = render(doc, trimmed)
+    written = write_result(doc, text, args.output)
+    clipped = _count_clipped(messages, trimmed)
+    code = EXIT_OVER_BUDGET if report.over_budget else EXIT_OK
+    if args.json:
+        _json_out(
+            {
+                "file": doc.name,
+                "output": args.output,
+                "written": written,
+                "format": doc.format,
+                "format_detected": doc.detected,
+                "messages_before": report.messages_before,
+                "messages_after": report.messages_after,
+                "dropped_messages": report.dropped_messages,
+                "entries_before": doc.entries,
+                "entries_after": entries_after,
+                "dropped_entries": doc.entries - entries_after,
+                "dropped_turns": report.dropped_turns,
+                "clipped_tool_outputs": clipped,
+                "tokens_before": report.tokens_before,
+                "tokens_after": report.tokens_after,
+                "budget": args.max_tokens,
+                "reserve_tokens": args.reserve_tokens,
+                "over_budget": report.over_budget,
+                "repaired": len(violations),
+                "kept_raw_arguments": kept_raw,
+                "violations": [p.as_dict() for p in found],
+                "exit_code": code,
+            }
+        )
+        return code
+    if violations:
+        note(f"repaired {len(violations)} violation(s) first")
+    if kept_raw:
+        note(f"kept the arguments of {kept_raw} tool call(s) as raw text (not valid JSON)")
     status = (
-        f"OVER BUDGET: the minimum kept (system prompt, task and newest round) needs "
-        f"~{report.tokens_after:,} tokens"
+        f"OVER BUDGET (exit code 3): the minimum kept (system prompt, task and newest round) "
+        f"needs ~{report.tokens_after:,} tokens"
         if report.over_budget
         else "within budget"
     )
-    print(
-        f"ctxtrim: kept {report.messages_after} of {report.messages_before} messages "
-        f"({doc.format}); dropped {report.dropped_messages} message(s) and "
-        f"{report.dropped_turns} user turn(s), clipped {report.changed_messages} tool output(s); "
-        f"~{report.tokens_before:,} -> ~{report.tokens_after:,} tokens "
-        f"(budget {args.max_tokens:,}); {status}",
-        file=sys.stderr,
+    same = "" if written else f"; nothing changed, {args.output} left as it was"
+    note(
+        f"kept {report.messages_after} of {report.messages_before} messages = {entries_after} "
+        f"of {doc.entries} entries ({doc.about}); dropped {report.dropped_messages} "
+        f"message(s) and {report.dropped_turns} user turn(s), clipped {clipped} tool "
+        f"output(s); ~{report.tokens_before:,} -> ~{report.tokens_after:,} tokens "
+        f"(budget {args.max_tokens:,}); {status}{same}"
     )
-    return 0
+    return code
 
 
 def stats(messages: Sequence[Message]) -> dict[str, Any]:
@@ -221,6 +535,9 @@ def stats(messages: Sequence[Message]) -> dict[str, Any]:
         "tool_calls": sum(len(m.tool_uses) for m in messages),
         "tool_pairs": pairs,
         "tool_errors": sum(1 for m in messages for r in m.tool_results if r.is_error),
+        "invalid_arguments": sum(
+            1 for m in messages for u in m.tool_uses if raw_arguments(u.input) is not None
+        ),
         "messages_by_role": counts,
         "tokens_by_role": tokens,
         "tokens": sum(tokens.values()),
@@ -232,13 +549,19 @@ def cmd_stats(args: argparse.Namespace) -> int:
     doc = read(args.file, args.format)
     s = stats(doc.messages)
     if args.json:
-        write(json.dumps({"format": doc.format, **s}, indent=2) + "\n", None)
-        return 0
+        _json_out(
+            {"format": doc.format, "format_detected": doc.detected, "entries": doc.entries, **s}
+        )
+        return EXIT_OK
+    calls = f"{s['tool_calls']} ({s['tool_pairs']} answered, {s['tool_errors']} failed"
+    if s["invalid_arguments"]:
+        calls += f", {s['invalid_arguments']} with arguments that are not JSON"
     lines = [
-        f"format       {doc.format}",
-        f"messages     {s['messages']}",
+        f"format       {doc.format}" + (" (detected)" if doc.detected else ""),
+        f"entries      {doc.entries}",
+        f"messages     {s['messages']} (ctxtrim messages: a run of tool results is one)",
         f"turns        {s['turns']}",
-        f"tool calls   {s['tool_calls']} ({s['tool_pairs']} answered, {s['tool_errors']} failed)",
+        f"tool calls   {calls})",
         f"violations   {s['violations']}",
         f"tokens       ~{s['tokens']:,} (estimated)",
     ]
@@ -248,27 +571,64 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f"  {label:<12} ~{s['tokens_by_role'][role]:>8,} in {s['messages_by_role'][role]} "
             "message(s)"
         )
-    write("\n".join(lines) + "\n", None)
-    return 0
+    out("\n".join(lines) + "\n")
+    return EXIT_OK
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    doc = read(args.file, args.format)
-    problems = validate(doc.messages)
-    if args.repair:
-        write(render(doc, repair(doc.messages)), args.output)
-        if problems:
-            print(_violations(problems), file=sys.stderr)
-        print(f"ctxtrim: repaired {len(problems)} violation(s)", file=sys.stderr)
-        return 0
-    if args.output is not None:
+    if args.output is not None and not args.repair:
         raise CliError("-o/--output needs --repair (validate writes nothing otherwise)")
-    if not problems:
-        print(f"ok: {len(doc.messages)} messages, no violations")
-        return 0
-    print(_violations(problems))
-    print(f"{len(problems)} violation(s)", file=sys.stderr)
-    return 1
+    if args.json and args.repair and args.output in (None, "-"):
+        raise CliError(
+            "--json prints the report on stdout: give -o OUT for the repaired conversation"
+        )
+    doc = read(args.file, args.format)
+    violations = validate(doc.messages)
+    found = problems(doc, violations)
+    kept_raw = sum(p.kind == "invalid_arguments" for p in found)
+    written = False
+    if args.repair:
+        text = render(doc, repair(doc.messages))[0] if violations else None
+        written = write_result(doc, text, args.output)
+        code = EXIT_OK
+    else:
+        code = EXIT_VIOLATIONS if found else EXIT_OK
+    if args.json:
+        report: dict[str, Any] = {
+            "file": doc.name,
+            "format": doc.format,
+            "format_detected": doc.detected,
+            "entries": doc.entries,
+            "messages": len(doc.messages),
+            "ok": not found,
+            "violations": [p.as_dict() for p in found],
+        }
+        if args.repair:
+            report.update(
+                output=args.output,
+                written=written,
+                repaired=len(violations),
+                kept_raw_arguments=kept_raw,
+            )
+        _json_out({**report, "exit_code": code})
+        return code
+    if args.repair:
+        if found:
+            note("\n".join(p.line() for p in found))
+        summary = f"repaired {len(violations)} violation(s) ({doc.about})"
+        if kept_raw:
+            summary += f"; kept the arguments of {kept_raw} tool call(s) as raw text"
+        if not written:
+            summary += f"; nothing to repair, {args.output} left as it was"
+        note(summary)
+        return code
+    if not found:
+        out(f"ok: {doc.entries} entries ({len(doc.messages)} messages, {doc.about}), ")
+        out("no violations\n")
+        return code
+    out("".join(p.line() + "\n" for p in found))
+    note(f"{len(found)} violation(s) ({doc.about})")
+    return code
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,8 +639,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ctxtrim",
         description="Trim, inspect and validate LLM agent conversations (JSON or JSON Lines).",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"ctxtrim {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"ctxtrim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     formats = ("auto", *FORMATS)
 
@@ -293,7 +655,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="input format (default: detect); output uses the same format",
         )
 
-    trim = sub.add_parser("trim", help="fit a conversation into a token budget, pair-safely")
+    trim = sub.add_parser(
+        "trim",
+        help="fit a conversation into a token budget, pair-safely",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common(trim)
     trim.add_argument("--max-tokens", type=_positive, required=True, help="the token budget")
     trim.add_argument(
@@ -304,23 +671,55 @@ def build_parser() -> argparse.ArgumentParser:
         "--truncate-tool-outputs",
         type=_positive,
         metavar="CHARS",
-        help="clip older tool results to CHARS characters first",
+        help="first clip tool results older than the newest user turn to CHARS characters "
+        "plus a '...[truncated]' marker (only where that makes them shorter)",
     )
     trim.add_argument(
-        "--repair", action="store_true", help="repair broken tool pairs instead of refusing"
+        "--truncate-recent-turns",
+        type=_non_negative,
+        default=1,
+        metavar="N",
+        help="with --truncate-tool-outputs: leave the results of the last N user turns whole "
+        "(default 1; 0 clips every result)",
     )
-    trim.add_argument("-o", "--output", metavar="OUT", help="write here instead of stdout")
+    trim.add_argument(
+        "--repair",
+        action="store_true",
+        help="repair broken tool pairs instead of refusing, and keep tool arguments that are "
+        "not JSON as raw text",
+    )
+    trim.add_argument(
+        "-o", "--output", metavar="OUT", help="write here instead of stdout (may be FILE)"
+    )
+    trim.add_argument(
+        "--json", action="store_true", help="print the report as JSON on stdout (needs -o)"
+    )
     trim.set_defaults(run=cmd_trim)
 
-    st = sub.add_parser("stats", help="messages, turns, tool pairs, estimated tokens by role")
+    st = sub.add_parser("stats", help="entries, messages, turns, tool pairs, tokens by role")
     common(st)
     st.add_argument("--json", action="store_true", help="print JSON")
     st.set_defaults(run=cmd_stats)
 
-    val = sub.add_parser("validate", help="list what a provider would reject (exit 1 if any)")
+    val = sub.add_parser(
+        "validate",
+        help="list what a provider would reject (exit 1 if any)",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common(val)
-    val.add_argument("--repair", action="store_true", help="write the repaired conversation")
+    val.add_argument(
+        "--repair",
+        action="store_true",
+        help="write the repaired conversation (tool arguments that are not JSON are kept as "
+        "raw text); an input with nothing to repair is written unchanged",
+    )
     val.add_argument("-o", "--output", metavar="OUT", help="with --repair: write here")
+    val.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as JSON on stdout (with --repair, needs -o)",
+    )
     val.set_defaults(run=cmd_validate)
 
     # Listed for --help; its own options are parsed by ctxtrim.bench (see main).
@@ -330,6 +729,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(ctxtrim bench --help for its options)",
     )
     return parser
+
+
+def _error(message: str) -> int:
+    sys.stderr.write(f"ctxtrim: error: {message}\n")
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -350,13 +754,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.run(args)
         return code
     except (CliError, CtxtrimError) as e:
-        print(f"ctxtrim: error: {e}", file=sys.stderr)
-        return 2
+        return _error(str(e))
     except BrokenPipeError:  # e.g. `ctxtrim stats ... | head`
-        return 0
+        _silence_stdout()
+        return EXIT_OK
+    except RecursionError:
+        return _error("the input is nested too deeply to process")
+    except MemoryError:
+        return _error("out of memory (the input is too large for this machine)")
+    except OSError as e:  # reading and writing report their own; anything else the system did
+        where = f": {e.filename}" if e.filename else ""
+        return _error(f"{e.strerror or e}{where}")
+    except KeyboardInterrupt:
+        _error("interrupted")
+        return 130  # the shell's convention for SIGINT
     except Exception as e:  # a bug: still one line, never a traceback
-        print(f"ctxtrim: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
+        sys.stderr.write(f"ctxtrim: internal error: {type(e).__name__}: {e}\n")
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -617,15 +617,16 @@ def clip_text(text: str, max_chars: int) -> str:
 
 
 class TruncateToolOutputs(ContextStrategy):
-    """Clip old tool results longer than ``max_chars`` characters, in place (agentix,
-    openai-agents).
+    """Clip long tool results, in place (agentix, openai-agents): every result by default,
+    all but those of the last ``keep_recent_turns`` user turns otherwise.
 
     A string result is cut to ``max_chars`` characters (never inside a grapheme) and
     ``marker`` appended; in a list result each text block is clipped the same way and images
-    are left alone. Results of the last ``keep_recent_turns`` user turns are untouched.
-    Text already ending with ``marker`` that is within ``max_chars + len(marker)`` is
-    skipped, so applying it again changes nothing; so is a result that shows its own
-    ``compact_summary`` (a stand-in :class:`ClearToolResults` put there).
+    are left alone. A text is clipped only when that makes it shorter, so a result never
+    grows: texts of up to ``max_chars + len(marker)`` characters are left as they are, and a
+    clipped text is at most that long. Applying it again therefore changes nothing; a result
+    that shows its own ``compact_summary`` (a stand-in :class:`ClearToolResults` put there)
+    is skipped too.
     """
 
     def __init__(
@@ -647,7 +648,8 @@ class TruncateToolOutputs(ContextStrategy):
             return None
         if text.endswith(self.marker) and len(text) <= limit + len(self.marker):
             return None
-        return clip_text(text, limit) + self.marker
+        clipped = clip_text(text, limit) + self.marker
+        return clipped if len(clipped) < len(text) else None
 
     def _result(self, block: ToolResultBlock) -> ToolResultBlock | None:
         content = block.content

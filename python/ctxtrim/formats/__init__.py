@@ -33,19 +33,23 @@ format of a parsed payload (``format="auto"``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxtrim.errors import CtxtrimError, InvalidMessage
 from ctxtrim.messages import Message
 
+from ._common import RAW_ARGUMENTS, InvalidToolArguments
 from .anthropic import from_anthropic, to_anthropic
 from .openai_chat import from_openai_chat, to_openai_chat
 from .openai_responses import from_openai_responses, to_openai_responses
 
 __all__ = [
     "FORMATS",
+    "RAW_ARGUMENTS",
     "FormatError",
+    "InvalidToolArguments",
     "detect",
     "dump",
     "from_anthropic",
@@ -97,7 +101,7 @@ def to_ctxtrim(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-_FROM = {
+_FROM: dict[str, Callable[[Any], list[Message]]] = {
     "openai": from_openai_chat,
     "responses": from_openai_responses,
     "anthropic": from_anthropic,
@@ -119,17 +123,31 @@ def _name(format: str, *, auto: bool) -> str:
     raise FormatError(f"unknown format {format!r}; expected one of {', '.join(choices)}")
 
 
+_BOM = "\ufeff"
+
+
 def parse_json(text: str | bytes | bytearray) -> tuple[Any, bool]:
     """Parse JSON, or JSON Lines (one value per non-blank line); returns ``(data, is_jsonl)``.
 
     JSON Lines come back as a list (a lone message object counts as one line of JSON Lines).
-    Raises :class:`FormatError` naming the line for neither.
+    A leading UTF-8 byte order mark (what some Windows editors write) is skipped. Raises
+    :class:`FormatError` naming the line for neither, and for JSON nested too deeply to read.
     """
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
         except UnicodeDecodeError as e:
             raise FormatError(f"not UTF-8 text (byte {e.start})") from None
+    text = text.removeprefix(_BOM)
+    try:
+        return _parse_json(text)
+    except RecursionError:
+        raise FormatError(
+            f"JSON nested too deeply to read (more than about {sys.getrecursionlimit()} levels)"
+        ) from None
+
+
+def _parse_json(text: str) -> tuple[Any, bool]:
     try:
         data = json.loads(text)
     except ValueError as whole:
@@ -222,17 +240,23 @@ def detect(data: Any) -> str:
     return "openai"
 
 
-def load(data: Any, format: str = "auto") -> list[Message]:
+def load(data: Any, format: str = "auto", *, raw_arguments: bool = False) -> list[Message]:
     """A conversation in ``format`` → messages.
 
     ``data`` is a parsed payload (list or dict) or JSON / JSON Lines text (``str`` or
-    ``bytes``). ``format="auto"`` uses :func:`detect`.
+    ``bytes``). ``format="auto"`` uses :func:`detect`. ``raw_arguments`` keeps tool-call
+    arguments that are not a JSON object (OpenAI formats) as ``{RAW_ARGUMENTS: text}``
+    instead of raising :class:`InvalidToolArguments`.
     """
     name = _name(format, auto=True)
     if isinstance(data, (str, bytes, bytearray)):
         data, _ = parse_json(data)
     if name == "auto":
         name = detect(data)
+    if name == "openai":
+        return from_openai_chat(data, raw_arguments=raw_arguments)
+    if name == "responses":
+        return from_openai_responses(data, raw_arguments=raw_arguments)
     return _FROM[name](data)
 
 

@@ -132,20 +132,56 @@ def data_url(image: ImageBlock) -> str:
     return f"data:{image.media_type};base64,{encode_base64(image.data)}"
 
 
+#: The one key of a tool call's ``input`` that holds arguments text which is not a JSON object
+#: (a model cut off mid-call), kept as it is when the converters are asked to
+#: (``raw_arguments=True``) so that nothing is lost and the call still pairs with its result.
+RAW_ARGUMENTS = "ctxtrim_raw_arguments"
+
+
+class InvalidToolArguments(InvalidMessage):
+    """A tool call's arguments text is not a JSON object (what a model cut off mid-call
+    writes); ``raw_arguments=True`` keeps it as raw text instead."""
+
+
+def raw_arguments(value: dict[str, Any]) -> str | None:
+    """The kept text when ``value`` is the stand-in for arguments that are not a JSON object
+    (``{RAW_ARGUMENTS: text}`` whose text does not parse as one), else None."""
+    text = value.get(RAW_ARGUMENTS) if len(value) == 1 else None
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = json.loads(text) if text.strip() else {}
+    except (ValueError, RecursionError):
+        return text
+    return None if isinstance(parsed, dict) else text
+
+
 def dumps_arguments(value: dict[str, Any]) -> str:
-    """The canonical JSON text of tool arguments (compact, like the models emit it)."""
+    """The canonical JSON text of tool arguments (compact, like the models emit it); the kept
+    text itself for arguments that were not a JSON object (see :data:`RAW_ARGUMENTS`)."""
+    raw = raw_arguments(value)
+    if raw is not None:
+        return raw
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def loads_arguments(text: object, path: str) -> dict[str, Any]:
+def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:
+    """Tool arguments text → a dict. Text that is not a JSON object raises
+    :class:`InvalidToolArguments`, or with ``keep_raw`` becomes ``{RAW_ARGUMENTS: text}``."""
     raw = expect_str(text, path)
     try:
         value = json.loads(raw) if raw.strip() else {}
     except ValueError as e:
-        raise InvalidMessage(f"tool arguments are not valid JSON ({e})", path) from None
-    if not isinstance(value, dict):
-        raise InvalidMessage(f"tool arguments must be a JSON object, got {tname(value)}", path)
-    return value
+        problem = f"tool arguments are not valid JSON ({e})"
+    except RecursionError:
+        problem = "tool arguments are nested too deeply to read"
+    else:
+        if isinstance(value, dict):
+            return value
+        problem = f"tool arguments must be a JSON object, got {tname(value)}"
+    if keep_raw:
+        return {RAW_ARGUMENTS: raw}
+    raise InvalidToolArguments(problem, path)
 
 
 def extra_keys(d: dict[str, Any], consumed: frozenset[str]) -> dict[str, Any]:

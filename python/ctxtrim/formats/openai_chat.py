@@ -137,7 +137,7 @@ def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
     return blocks
 
 
-def _tool_calls(value: Any, path: str, unit: Unit, first: int) -> list[Block]:
+def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool) -> list[Block]:
     calls = expect_list(value, path)
     out: list[Block] = []
     records: list[dict[str, Any]] = list(unit.get("parts", [{}] * first))
@@ -155,7 +155,7 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int) -> list[Block]:
             required(fn, "name", f"{p}.function"), f"{p}.function.name", nonempty=True
         )
         raw_args = required(fn, "arguments", f"{p}.function")
-        args = loads_arguments(raw_args, f"{p}.function.arguments")
+        args = loads_arguments(raw_args, f"{p}.function.arguments", keep_raw=keep_raw)
         out.append(build(p, ToolUseBlock, call_id, name, args))
         record: dict[str, Any] = {}
         if raw_args != dumps_arguments(args):
@@ -171,11 +171,13 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int) -> list[Block]:
     return out
 
 
-def from_openai_chat(messages: Any) -> list[Message]:
+def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
     """Chat Completions ``messages`` (a list, or a request body with ``"messages"``) → messages.
 
     Raises :class:`~ctxtrim.errors.InvalidMessage` naming the path, e.g.
-    ``messages[3].tool_calls[0].id``, for anything malformed.
+    ``messages[3].tool_calls[0].id``, for anything malformed. Tool ``arguments`` that are not
+    a JSON object raise too, unless ``raw_arguments`` keeps their text as the call's input
+    ``{RAW_ARGUMENTS: text}``, which converting back writes out unchanged.
     """
     if isinstance(messages, dict) and "messages" in messages:
         messages = messages["messages"]
@@ -242,7 +244,13 @@ def from_openai_chat(messages: Any) -> list[Message]:
         elif role == "assistant":
             blocks = _content(msg.get("content"), f"{path}.content", images=False, unit=unit)
             if msg.get("tool_calls") is not None:
-                blocks += _tool_calls(msg["tool_calls"], f"{path}.tool_calls", unit, len(blocks))
+                blocks += _tool_calls(
+                    msg["tool_calls"],
+                    f"{path}.tool_calls",
+                    unit,
+                    len(blocks),
+                    keep_raw=raw_arguments,
+                )
             elif "tool_calls" in msg:
                 unit["null_tool_calls"] = True
             if msg.get("tool_calls") == []:

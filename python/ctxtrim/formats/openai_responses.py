@@ -136,11 +136,13 @@ def _parts(value: Any, path: str, *, assistant: bool, unit: Unit) -> list[Block]
 _ASSISTANT_SIDE = frozenset({"reasoning", "function_call"})
 
 
-def from_openai_responses(items: Any) -> list[Message]:
+def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Message]:
     """Responses ``input`` items (a list, or a request body with ``"input"``) → messages.
 
     Raises :class:`~ctxtrim.errors.InvalidMessage` naming the path, e.g.
-    ``input[4].call_id``, for anything malformed.
+    ``input[4].call_id``, for anything malformed. Tool ``arguments`` that are not a JSON
+    object raise too, unless ``raw_arguments`` keeps their text as the call's input
+    ``{RAW_ARGUMENTS: text}``, which converting back writes out unchanged.
     """
     if isinstance(items, dict) and "input" in items:
         items = items["input"]
@@ -217,7 +219,7 @@ def from_openai_responses(items: Any) -> list[Message]:
             call_id = expect_str(required(item, "call_id", path), f"{path}.call_id", nonempty=True)
             name = expect_str(required(item, "name", path), f"{path}.name", nonempty=True)
             raw_args = required(item, "arguments", path)
-            args = loads_arguments(raw_args, f"{path}.arguments")
+            args = loads_arguments(raw_args, f"{path}.arguments", keep_raw=raw_arguments)
             blocks = [build(path, ToolUseBlock, call_id, name, args)]
             if raw_args != dumps_arguments(args):
                 unit["arguments"] = raw_args  # byte-exact: provider prompt caches key on it
