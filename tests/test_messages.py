@@ -18,6 +18,8 @@ from ctxtrim import _core
 from ctxtrim.errors import CtxtrimError, InvalidMessage
 from ctxtrim.messages import (
     IMAGE_MEDIA_TYPES,
+    FrozenDict,
+    FrozenList,
     ImageBlock,
     Message,
     ReasoningBlock,
@@ -699,3 +701,63 @@ def test_broken_histories_are_broken(pair: tuple[list[Message], frozenset[str]])
     assert faults
     with pytest.raises(AssertionError):
         _check_history(h)
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def _containers(value: object) -> list[object]:
+    """Every dict and list inside ``value`` (``value`` included)."""
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+@given(st.dictionaries(st.text(), _json_values, max_size=4))
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+def test_messages_are_immutable_all_the_way_down(value: dict[str, Any]) -> None:
+    # The caller's dicts are copied in: changing them afterwards changes no message (nor the
+    # token count cached for it).
+    caller = copy.deepcopy(value)
+    m = Message.assistant("x", tool_uses=[("t1", "f", caller)], meta=caller)
+    tokens = _core.message_tokens(m)
+    before = m.encode()
+    for c in _containers(caller):
+        if isinstance(c, dict):
+            c["new"] = 1
+        else:
+            c.append(1)
+    assert m.encode() == before
+    assert _core.message_tokens(m) == tokens
+    # And what the message holds refuses every change.
+    use = m.content[-1]
+    assert isinstance(use, ToolUseBlock) and m.meta is not None
+    assert use.input == value and m.meta == value
+    for c in [*_containers(use.input), *_containers(m.meta)]:
+        assert isinstance(c, (FrozenDict, FrozenList))
+        with pytest.raises(TypeError, match="read-only"):
+            if isinstance(c, dict):
+                c["new"] = 1
+            else:
+                c.append(1)
+    assert m.encode() == before
+
+
+def test_frozen_values_are_shared_not_copied_again() -> None:
+    first = Message.user("x", meta={"a": [1, {"b": 2}]})
+    again = msgspec.structs.replace(first, content=[TextBlock("y")])
+    assert again.meta is first.meta
+    # copy, deepcopy and pickle give equal, still read-only values.
+    for twin in (copy.deepcopy(first), pickle.loads(pickle.dumps(first))):
+        assert twin == first and isinstance(twin.meta, FrozenDict)
+        assert isinstance(twin.meta["a"], FrozenList)

@@ -124,11 +124,18 @@ def test_4_2_autogen_token_limit_keeps_calls_and_results_together(
 
 
 def test_4_2_and_4_10_token_counter_runs_once_per_message() -> None:
-    # autogen recounts the whole list after every pop (quadratic); ctxtrim counts once.
+    # autogen recounts the whole list after every pop (quadratic); ctxtrim counts each message
+    # at most once, ever: the count is cached on the message, so a second call (or another
+    # strategy with the same counter) counts nothing again.
     counter = PerMessage(10)
     hist = _autogen_hist()
-    FitContextWindow(50, counter=counter)(hist)
-    assert counter.seen == hist
+    fit = FitContextWindow(50, counter=counter)
+    first = fit(hist)
+    assert len({id(m) for m in counter.seen}) == len(counter.seen) <= len(hist)
+    seen = len(counter.seen)
+    assert fit(hist) == first
+    assert FitContextWindow(50, counter=counter).describe(hist).messages_after == len(first)
+    assert len(counter.seen) == len(hist) and seen <= len(hist)
 
 
 # -- §4.4 autogen HeadAndTailChatCompletionContext ---------------------------------------------
@@ -192,10 +199,14 @@ def test_4_5_langchain_first_strategy_head_never_ends_on_a_call(head: int) -> No
 def test_4_5_langchain_counter_sees_each_message_once_in_order() -> None:
     # LangChain handed its counter ToolMessages before their AIMessage (reversed input) and
     # failed on a per-message counter ('list' object has no attribute 'content').
+    # ctxtrim hands it one Message at a time, each at most once (the head, then back from the
+    # end as far as the budget needs).
     counter = PerMessage(1)
     hist = _langchain_hist()
-    FitContextWindow(4, counter=counter)(hist)
-    assert counter.seen == hist
+    out = FitContextWindow(4, counter=counter)(hist)
+    assert all(type(m) is Message for m in counter.seen)
+    assert len({id(m) for m in counter.seen}) == len(counter.seen) <= len(hist)
+    assert validate(out) == []
 
 
 # -- §4.6 openai-agents session history limit --------------------------------------------------

@@ -176,11 +176,13 @@ async def test_session_ids_never_touch_each_other(backend: Backend) -> None:
 
 
 def _mutated(meta_value: object) -> Message:
-    """A message that was valid when built and broken afterwards through its meta dict
-    (dicts are the caller's objects, so this is possible)."""
+    """A message that was valid when built and broken afterwards through its meta dict, by
+    code that forces its way past the read-only dict (its mutators raise)."""
     message = Message.user("ok", meta={"k": 1})
     assert message.meta is not None
-    message.meta["k"] = meta_value
+    with pytest.raises(TypeError):
+        message.meta["k"] = meta_value
+    dict.__setitem__(message.meta, "k", meta_value)
     return message
 
 

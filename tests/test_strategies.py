@@ -9,6 +9,7 @@ import asyncio
 import itertools
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -572,3 +573,58 @@ def test_broken_histories_get_no_new_violations(
     for v in validate(out):
         assert v.kind == "non_user_first_turn" or v.tool_use_id in faulty, f"{strategy!r}: {v}"
     assert strategy(out) == out, repr(strategy)
+
+
+# --------------------------------------------------------------------------------------------
+# Plain lists: calls on a list that grows or is edited in place
+
+
+_CUTS = st.sampled_from(
+    [
+        lambda: FitContextWindow(300),
+        lambda: FitContextWindow(60, pin_task=False),
+        lambda: KeepLastTurns(2),
+        lambda: TrimRounds(2, pin_task=False),
+        lambda: KeepLastMessages(5),
+    ]
+)
+
+
+@given(
+    history=st.one_of(histories(max_rounds=20), broken_histories()),
+    make=_CUTS,
+    edits=st.lists(
+        st.tuples(
+            st.sampled_from(["append", "replace", "insert", "delete", "swap"]), st.integers()
+        ),
+        max_size=6,
+    ),
+)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_calls_on_an_edited_list_match_a_fresh_list(
+    history: list[Message], make: Any, edits: list[tuple[str, int]]
+) -> None:
+    # A strategy reads a list from its ends and caches facts on the messages, never on the
+    # list: whatever happened to the list between calls, the answer is the fresh list's, and
+    # the same as on a MessageLog of the same messages.
+    strategy = make()
+    spare = [Message.user("late question"), Message.assistant("late answer")]
+    items = list(history)
+    strategy(items)
+    for op, k in edits:
+        at = k % (len(items) + 1)
+        if op == "append":
+            items.append(spare[k % 2])
+        elif op == "insert":
+            items.insert(at, spare[k % 2])
+        elif items and op == "replace":
+            items[at % len(items)] = spare[k % 2]
+        elif items and op == "delete":
+            del items[at % len(items)]
+        elif len(items) > 1 and op == "swap":
+            i, j = at % len(items), k // 7 % len(items)
+            items[i], items[j] = items[j], items[i]
+        out = strategy(items)
+        assert out == strategy(list(items))
+        assert out == strategy.apply(MessageLog(items))
+        assert (out is items) == strategy.describe(items).unchanged

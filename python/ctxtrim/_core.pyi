@@ -4,9 +4,9 @@ Use the ``ctxtrim`` package rather than this module directly.
 """
 
 from collections.abc import Iterable, Sequence
-from typing import Final, Literal, final
+from typing import Any, Final, Literal, final
 
-from ctxtrim.messages import Message
+from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
@@ -20,8 +20,12 @@ __all__ = [
     "__version__",
     "cut_window",
     "estimate_tokens",
+    "frozen_json",
+    "message_ok",
     "message_tokens",
     "repair_plan",
+    "tool_result_ok",
+    "tool_use_ok",
     "validate_messages",
 ]
 
@@ -51,6 +55,19 @@ def cut_window(
 ) -> tuple[list[tuple[int, int]], bool, bool]:
     """``(ranges, unchanged, over_budget)``: the ``[start, end)`` ranges a cut rule keeps.
     A list is read from its ends only, as far back as the decision needs."""
+
+def frozen_json(value: object) -> Any:
+    """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is
+    frozen throughout already, or ``None`` (then the Python checks decide)."""
+
+def message_ok(message: Message) -> bool:
+    """Whether a ``Message``'s fields pass every construction check (its meta frozen)."""
+
+def tool_use_ok(block: ToolUseBlock) -> bool:
+    """Whether a ``ToolUseBlock`` passes every construction check (its input frozen)."""
+
+def tool_result_ok(block: ToolResultBlock) -> bool:
+    """Whether a ``ToolResultBlock`` passes every construction check."""
 
 @final
 class MessageFacts:

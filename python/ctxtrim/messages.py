@@ -2,11 +2,12 @@
 
 Messages are `msgspec <https://jcristharif.com/msgspec/>`_ Structs. Invariants:
 
-* **Immutable.** Every struct is ``frozen``; ``Message.content`` and
+* **Immutable, all the way down.** Every struct is ``frozen``; ``Message.content`` and
   ``ToolResultBlock.content`` are stored as tuples (a list given at construction is turned into
-  a tuple), because forks and snapshots share message objects. The ``dict`` values
-  (``ToolUseBlock.input``, ``Message.meta``) are the caller's objects, not copies: ctxtrim never
-  mutates them, and callers must not either once the message is built.
+  a tuple), and the dict values (``ToolUseBlock.input``, ``Message.meta``) are copied in as
+  :class:`FrozenDict` / :class:`FrozenList` (dict and list subclasses whose mutators raise),
+  because forks, snapshots and the cached facts of every message share them: changing the
+  caller's dict afterwards changes no message, and nothing reachable from a message can change.
 * **Validated at construction.** ``__post_init__`` runs on ``Message(...)``, on every
   constructor, on ``from_dict`` / ``decode`` and on ``msgspec.structs.replace``. Bad input raises
   :class:`ctxtrim.errors.InvalidMessage` (a ``ValueError``) whose ``path`` names the field,
@@ -65,11 +66,14 @@ from typing import Any, ClassVar, Literal, TypeAlias, overload
 import msgspec
 from msgspec.structs import force_setattr
 
+from . import _core
 from .errors import InvalidMessage
 
 __all__ = [
     "IMAGE_MEDIA_TYPES",
     "Block",
+    "FrozenDict",
+    "FrozenList",
     "ImageBlock",
     "Message",
     "ReasoningBlock",
@@ -182,6 +186,54 @@ _JSON_ENCODE = msgspec.json.Encoder().encode
 _JSON_DECODE = msgspec.json.Decoder().decode
 
 
+def _read_only(self: object, *args: object, **kwargs: object) -> Any:
+    raise TypeError(
+        f"{type(self).__name__} is read-only: a message never changes once built "
+        "(forks share it); build a new one, e.g. with msgspec.structs.replace"
+    )
+
+
+class FrozenDict(dict[str, Any]):
+    """A dict that refuses changes: how a message holds ``ToolUseBlock.input`` and ``meta``.
+
+    It is a ``dict`` (``isinstance``, ``==``, ``json.dumps`` and msgspec all treat it as one),
+    but ``d[k] = v``, ``del d[k]``, ``update``, ``pop`` and the other mutators raise
+    ``TypeError``, and so do those of the :class:`FrozenList` values inside it. Messages are
+    shared by forks, snapshots and caches, so nothing reachable from one may change.
+    """
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+
+class FrozenList(list[Any]):
+    """A list that refuses changes (see :class:`FrozenDict`)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (list(self),))
+
+
+def _frozen_json_dict(value: object, path: str) -> FrozenDict:
+    """``value`` as a :class:`FrozenDict` copy (itself if already frozen throughout); raise
+    unless it is a dict that survives a JSON round trip unchanged."""
+    frozen = _core.frozen_json(value)  # the common case: plain JSON, checked and copied at once
+    if frozen is not None:
+        return frozen  # type: ignore[no-any-return]
+    _check_json_dict(value, path)
+    # Accepted, but not of the exact plain types (e.g. a str or dict subclass): as JSON has it.
+    frozen = _core.frozen_json(_JSON_DECODE(_JSON_ENCODE(value)))
+    assert frozen is not None
+    return frozen  # type: ignore[no-any-return]
+
+
 def _check_json_dict(value: object, path: str) -> None:
     """Raise unless ``value`` is a dict that survives a JSON round trip unchanged."""
     if not isinstance(value, dict):
@@ -260,9 +312,13 @@ class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
     input: dict[str, Any]
 
     def __post_init__(self) -> None:
+        if _core.tool_use_ok(self):  # every check at once (and input frozen)
+            return
         _check_nonempty_str(self.id, "id")
         _check_nonempty_str(self.name, "name")
-        _check_json_dict(self.input, "input")
+        frozen = _frozen_json_dict(self.input, "input")
+        if frozen is not self.input:
+            force_setattr(self, "input", frozen)
 
 
 _RESULT_ITEM_TYPES = frozenset({TextBlock, ImageBlock})
@@ -282,6 +338,8 @@ class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
     compact_summary: str | None = None
 
     def __post_init__(self) -> None:
+        if _core.tool_result_ok(self):  # every check at once; else name the problem
+            return
         _check_nonempty_str(self.tool_use_id, "tool_use_id")
         content: object = self.content
         if isinstance(content, str):
@@ -374,6 +432,11 @@ class _MessageOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
 def _coerce_content(content: object) -> object:
     """For the convenience constructors: a str becomes one TextBlock ('' none), str items of a
     list become TextBlocks; anything else is left for ``Message`` to judge."""
+    if type(content) is str and content:  # the common case first
+        try:
+            return (TextBlock(content),)
+        except InvalidMessage as e:
+            raise _prefixed(e, "content[0]") from None
     if isinstance(content, str):
         if not content:
             return ()
@@ -428,6 +491,8 @@ def _make_tool_results(
             except InvalidMessage as e:
                 raise _prefixed(e, f"content[{i}]") from None
         blocks.append(result)
+    if id is None and turn is None and name is None and meta is None:
+        return cls("user", tuple(blocks))
     return cls("user", tuple(blocks), id=id, turn=turn, name=name, meta=meta)
 
 
@@ -443,6 +508,7 @@ class _ToolResults:
         make.__qualname__ = "Message.tool_results"
         self._make = make
         self._get = get
+        self._bound: dict[type[Message] | None, Callable[..., Message]] = {}
         self.__doc__ = make.__doc__
 
     @overload
@@ -455,7 +521,10 @@ class _ToolResults:
         self, obj: Message | None, owner: type[Message] | None = None
     ) -> Callable[..., Message] | tuple[ToolResultBlock, ...]:
         if obj is None:
-            return types.MethodType(self._make, owner)
+            bound = self._bound.get(owner)
+            if bound is None:  # made once per class, not on every call
+                bound = self._bound[owner] = types.MethodType(self._make, owner)
+            return bound
         return self._get(obj)  # type: ignore[no-any-return]
 
 
@@ -478,6 +547,8 @@ class Message(_MessageOptions, frozen=True):
     _ctxtrim_facts: ClassVar[Any] = None
 
     def __post_init__(self) -> None:
+        if _core.message_ok(self):  # every check at once (and meta frozen); else name the problem
+            return
         role = self.role
         if not isinstance(role, str) or role not in _ROLES:
             raise InvalidMessage(
@@ -518,7 +589,9 @@ class Message(_MessageOptions, frozen=True):
         if self.usage is not None and type(self.usage) is not Usage:
             raise InvalidMessage(f"expected Usage, got {_tname(self.usage)}", "usage")
         if self.meta is not None:
-            _check_json_dict(self.meta, "meta")
+            frozen = _frozen_json_dict(self.meta, "meta")
+            if frozen is not self.meta:
+                force_setattr(self, "meta", frozen)
 
     # -- properties ---------------------------------------------------------------------------
 
@@ -556,15 +629,10 @@ class Message(_MessageOptions, frozen=True):
         meta: dict[str, Any] | None = None,
     ) -> Message:
         """A user message from a string or a sequence of blocks (strings become text blocks)."""
-        return cls(
-            "user",
-            _coerce_content(content),  # type: ignore[arg-type]
-            id=id,
-            turn=turn,
-            name=name,
-            usage=usage,
-            meta=meta,
-        )
+        blocks = _coerce_content(content)
+        if id is None and turn is None and name is None and usage is None and meta is None:
+            return cls("user", blocks)  # type: ignore[arg-type]
+        return cls("user", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
 
     @classmethod
     def system(
@@ -606,7 +674,9 @@ class Message(_MessageOptions, frozen=True):
                                                            ("t2", "pwd", {})])
         """
         blocks = _coerce_content(content)
-        if not isinstance(blocks, tuple):
+        if not tool_uses or not isinstance(blocks, tuple):
+            if id is None and turn is None and name is None and usage is None and meta is None:
+                return cls("assistant", blocks)  # type: ignore[arg-type]
             return cls("assistant", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
         calls = []
         for j, call in enumerate(tool_uses, start=len(blocks)):

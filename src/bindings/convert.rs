@@ -15,20 +15,24 @@ use super::facts::facts_of;
 use crate::meta::{Meta, Role};
 use crate::tokens::{Encoding, TokenTally};
 
-/// The message and block classes of `ctxtrim.messages`.
+/// The message and block classes of `ctxtrim.messages`, and the functions used on them.
 pub struct Classes {
-    message: Py<PyType>,
-    text: Py<PyType>,
-    image: Py<PyType>,
-    tool_use: Py<PyType>,
-    tool_result: Py<PyType>,
-    reasoning: Py<PyType>,
-    json_encode: Py<PyAny>,
+    pub message: Py<PyType>,
+    pub text: Py<PyType>,
+    pub image: Py<PyType>,
+    pub tool_use: Py<PyType>,
+    pub tool_result: Py<PyType>,
+    pub reasoning: Py<PyType>,
+    pub usage: Py<PyType>,
+    pub frozen_dict: Py<PyType>,
+    pub frozen_list: Py<PyType>,
+    pub json_encode: Py<PyAny>,
+    pub force_setattr: Py<PyAny>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
 
-fn classes(py: Python<'_>) -> PyResult<&Classes> {
+pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
     CLASSES.get_or_try_init(py, || {
         let m = py.import("ctxtrim.messages")?;
         let class = |name: &str| -> PyResult<Py<PyType>> {
@@ -41,7 +45,14 @@ fn classes(py: Python<'_>) -> PyResult<&Classes> {
             tool_use: class("ToolUseBlock")?,
             tool_result: class("ToolResultBlock")?,
             reasoning: class("ReasoningBlock")?,
+            usage: class("Usage")?,
+            frozen_dict: class("FrozenDict")?,
+            frozen_list: class("FrozenList")?,
             json_encode: py.import("msgspec.json")?.getattr("encode")?.unbind(),
+            force_setattr: py
+                .import("msgspec.structs")?
+                .getattr("force_setattr")?
+                .unbind(),
         })
     })
 }

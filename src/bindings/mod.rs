@@ -11,6 +11,7 @@ mod convert;
 mod errors;
 mod facts;
 mod log;
+mod message;
 mod tokens;
 mod turn;
 mod window;
@@ -29,6 +30,8 @@ mod core_module {
     use super::facts::PyFacts;
     #[pymodule_export]
     use super::log::PyMessageLog;
+    #[pymodule_export]
+    use super::message::{frozen_json, message_ok, tool_result_ok, tool_use_ok};
     #[pymodule_export]
     use super::tokens::{estimate_tokens, message_tokens};
     #[pymodule_export]
