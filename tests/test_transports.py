@@ -222,7 +222,7 @@ def test_bad_transport_settings_are_rejected(kwargs: dict[str, Any]) -> None:
         AnthropicTransport(anthropic.AsyncAnthropic(api_key="k"), **args)
 
 
-# -- agent-air's byte-slicing panic (peers.md §4.9) ----------------------------------------------
+# -- agent-air's byte-slicing panic (truncate_content slices a &str at a byte index) ---------
 
 _NON_ASCII = [
     "é" * 600,  # agent-air's input: byte 997 falls inside an "é" (it panics); 600 chars fit

@@ -410,7 +410,8 @@ class TrimRounds(_CutStrategy):
 
     A round starts at a real user message, or at an assistant message that follows tool
     results (or a system message); so a user question stays in the round of the tool calls
-    it caused, which agentix gets wrong (peers.md §4.8).
+    it caused; agentix's ``TrimRounds`` puts it in the round before and drops it while keeping
+    the call (tests/test_peer_bugs.py, ``test_4_8_*``).
     """
 
     def __init__(
@@ -462,7 +463,7 @@ SKIPPED_META_KEY = "ctxtrim_skipped"
 class HeadAndTail(_CutStrategy):
     """The first ``head`` and last ``tail`` messages, with a placeholder user message between
     them that states the true number of messages skipped (autogen's under-counts it:
-    peers.md §4.4).
+    https://github.com/microsoft/autogen/pull/8070).
 
     Both ends move to safe cuts — the head's end backwards, the tail's start backwards
     (so the tail keeps a call with its results) — and the head always covers the pinned

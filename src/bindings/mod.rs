@@ -1,6 +1,6 @@
 //! PyO3 bindings: the Python face of the core, and nothing else.
 //!
-//! Rules (from ../shared/style.md): every class is `frozen` with interior locking, so no
+//! Rules: every class is `frozen` with interior locking, so no
 //! Python thread ever sees "Already borrowed"; locks guard only O(1) pure-Rust work (clone
 //! the persistent log under the lock, then work on the clone); the GIL is released around
 //! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between

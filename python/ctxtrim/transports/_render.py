@@ -3,11 +3,11 @@
 Invariants:
 
 * **Never splits a character.** Python strings index code points, so a slice never cuts a
-  multi-byte UTF-8 sequence (agent-air's compactor panics slicing UTF-8 bytes: peers.md
-  §4.9). :func:`clip` also never ends on a high surrogate, never keeps a dangling zero-width
-  joiner and never separates a base character from the combining marks that follow it, so a
-  clipped ``"é"`` written as ``e`` + U+0301 or a family emoji does not turn into a different
-  visible character.
+  multi-byte UTF-8 sequence (agent-air's compactor panics slicing UTF-8 bytes:
+  tests/test_transports.py). :func:`clip` also never ends on a high surrogate, never keeps
+  a dangling zero-width joiner and never separates a base character from the combining
+  marks that follow it, so a clipped ``"é"`` written as ``e`` + U+0301 or a family emoji
+  does not turn into a different visible character.
 * **Deterministic.** Same messages, same text: no clock, no randomness, dict keys in the
   order the message holds them. Prompt caches and tests rely on it.
 * **Summaries are not conversation.** A message marked as an earlier summary (see
