@@ -17,6 +17,7 @@ __all__ = [
     "TurnId",
     "__version__",
     "estimate_tokens",
+    "grapheme_floor",
     "message_tokens",
     "repair_plan",
     "validate_messages",
@@ -29,6 +30,11 @@ IMAGE_TOKENS: Final[int]
 def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
     priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
+
+def grapheme_floor(text: str, max_chars: int) -> int:
+    """The largest ``n <= max_chars`` such that ``text[:n]`` ends between two extended
+    grapheme clusters (Unicode UAX #29). Pass at most ``max_chars + 1`` characters; a text
+    with lone surrogates raises ``UnicodeEncodeError`` (``ctxtrim._text`` handles that)."""
 
 def message_tokens(message: Message, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of one message: texts, tool names and inputs, images, overhead."""

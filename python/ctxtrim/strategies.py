@@ -22,7 +22,6 @@ list is counted once; ``strategy.apply(log_or_store)`` uses the log's cached cou
 
 from __future__ import annotations
 
-import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from typing import TypeAlias
 import msgspec
 
 from ctxtrim import _core
+from ctxtrim._text import clip_text
 from ctxtrim.errors import CtxtrimError
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import MemoryContextStore
@@ -586,46 +586,6 @@ class FitContextWindow(_CutStrategy):
 
 # ============================================================================================
 # In-place strategies
-
-# Code points that continue the grapheme before them: cutting just before one would leave a
-# base letter without its accent, or split an emoji sequence (skin tone, ZWJ family, flag).
-_ZWJ = "\u200d"
-
-
-def _continues_grapheme(ch: str) -> bool:
-    cp = ord(ch)
-    return (
-        ch == _ZWJ
-        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
-        or 0xFE00 <= cp <= 0xFE0F  # variation selectors
-        or 0x1F3FB <= cp <= 0x1F3FF  # emoji skin-tone modifiers
-        or 0xE0020 <= cp <= 0xE007F  # emoji tag sequences
-        or 0xE0100 <= cp <= 0xE01EF
-    )
-
-
-def _is_regional(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
-
-
-def clip_text(text: str, max_chars: int) -> str:
-    """The first ``max_chars`` characters of ``text``, shortened so no grapheme is split.
-
-    Python strings index code points, so UTF-8 is never split; this also avoids cutting a
-    combining accent, a ZWJ emoji sequence, a skin-tone modifier or a flag pair in half.
-    """
-    if len(text) <= max_chars:
-        return text
-    cut = max_chars
-    while cut > 0 and (_continues_grapheme(text[cut]) or text[cut - 1] == _ZWJ):
-        cut -= 1
-    if cut > 0 and _is_regional(text[cut]) and _is_regional(text[cut - 1]):
-        run = 0
-        while cut - run > 0 and _is_regional(text[cut - run - 1]):
-            run += 1
-        if run % 2:  # text[cut - 1] is the first half of a flag
-            cut -= 1
-    return text[:cut]
 
 
 class TruncateToolOutputs(ContextStrategy):

@@ -10,6 +10,7 @@ mod checks;
 mod convert;
 mod errors;
 mod log;
+mod text;
 mod tokens;
 mod turn;
 
@@ -25,6 +26,8 @@ mod core_module {
     use super::errors::{CtxtrimError, StaleGenerationError};
     #[pymodule_export]
     use super::log::PyMessageLog;
+    #[pymodule_export]
+    use super::text::grapheme_floor;
     #[pymodule_export]
     use super::tokens::{estimate_tokens, message_tokens};
     #[pymodule_export]
