@@ -11,9 +11,7 @@ from ctxtrim.messages import Message
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
-    "CtxtrimError",
     "MessageLog",
-    "StaleGenerationError",
     "TurnId",
     "__version__",
     "estimate_tokens",
@@ -185,12 +183,3 @@ class MessageLog:
         """Index where the k-th last round starts, or None."""
 
     def __repr__(self) -> str: ...
-
-class CtxtrimError(Exception):
-    """Base class of every error ctxtrim raises on purpose."""
-
-class StaleGenerationError(CtxtrimError):
-    """A replace_prefix was refused: the history was rewritten since the caller's snapshot."""
-
-    expected: int
-    actual: int

@@ -31,7 +31,7 @@ import msgspec
 
 from ctxtrim import _core
 from ctxtrim._text import clip_text
-from ctxtrim.errors import CtxtrimError
+from ctxtrim.errors import InvalidStrategy
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter
@@ -60,10 +60,6 @@ Source: TypeAlias = Sequence[Message] | _core.MessageLog | MemoryContextStore
 
 #: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
 TRUNCATION_MARKER = "...[truncated]"
-
-
-class InvalidStrategy(CtxtrimError, ValueError):
-    """A strategy was configured with a value it cannot work with (named in the message)."""
 
 
 # ============================================================================================

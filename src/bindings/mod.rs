@@ -23,8 +23,6 @@ mod core_module {
     #[pymodule_export]
     use super::checks::{repair_plan, validate_messages};
     #[pymodule_export]
-    use super::errors::{CtxtrimError, StaleGenerationError};
-    #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
     use super::text::grapheme_floor;

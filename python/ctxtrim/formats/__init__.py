@@ -36,7 +36,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ctxtrim.errors import CtxtrimError, InvalidMessage
+from ctxtrim.errors import FormatError, InvalidMessage
 from ctxtrim.messages import Message
 
 from .anthropic import from_anthropic, to_anthropic
@@ -63,11 +63,6 @@ __all__ = [
 #: The format names :func:`load` and :func:`dump` accept (besides ``"auto"`` for ``load``).
 FORMATS = ("openai", "responses", "anthropic", "ctxtrim")
 _ALIASES = {"openai_chat": "openai", "chat": "openai", "openai_responses": "responses"}
-
-
-class FormatError(CtxtrimError, ValueError):
-    """An unknown format name, a payload whose format cannot be detected, or text that is
-    neither JSON nor JSON Lines."""
 
 
 def from_ctxtrim(data: Any) -> list[Message]:

@@ -155,7 +155,9 @@ class CtxtrimSession:
             except StaleGenerationError:
                 continue  # rewritten meanwhile (a compaction): read again
             return items[-1]
-        raise StaleGenerationError(-1, -1)
+        raise StaleGenerationError(
+            "pop_item: the history was rewritten 8 times in a row; nothing removed"
+        )
 
     async def clear_session(self) -> None:
         await self.store.clear()
