@@ -179,7 +179,7 @@ fn queries(c: &mut Criterion) {
     }
     group.finish();
 
-    // DESIGN §10's agent loop: append 4 messages, snapshot, fit an 8k budget.
+    // The agent loop (docs/performance.md, Goals): append 4 messages, snapshot, fit 8k tokens.
     let mut group = c.benchmark_group("agent_step");
     group
         .measurement_time(Duration::from_secs(2))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ctxtrim import Message, SQLiteContextStore
 
-BODY = "x" * 1000  # ~1 KB messages, as in stores.md E11
+BODY = "x" * 1000  # ~1 KB messages, a typical tool result
 
 
 def message(i: int) -> Message:

@@ -32,6 +32,7 @@ pub mod boundary;
 pub mod log;
 pub mod meta;
 pub mod tail;
+pub mod text;
 pub mod tokens;
 pub mod turn;
 pub mod window;

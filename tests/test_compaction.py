@@ -1,9 +1,9 @@
 """compact_context and AutoCompactStore: shape, pair safety, folding, failure, concurrency.
 
-Each peer defect of peers.md has a named scenario test here:
-axio's ``keep_recent=0`` crash, lost write and leaked SQLite snapshot session (§4.7),
-Agentflow's orphaned results after the summary split (§4.1), axio's consecutive assistant
-messages (§1.1). agent-air's byte slicing (§4.9) is in test_transports.py.
+Each compaction defect found in a peer has a named scenario test here:
+axio's ``keep_recent=0`` crash, lost write and leaked SQLite snapshot session,
+Agentflow's orphaned results after the summary split, axio's consecutive assistant
+messages. agent-air's byte slicing is in test_transports.py.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ async def test_shape_pinned_head_summary_then_recent() -> None:
 
 
 async def test_axio_keep_recent_zero_crash() -> None:
-    # axio: _find_safe_boundary(fill(6), keep_recent=0) -> IndexError (peers.md §4.7, 1).
+    # axio: _find_safe_boundary(fill(6), keep_recent=0) -> IndexError (axio 0.12.2).
     out = await compact_context(fill(6), ExtractiveTransport(), max_messages=0, keep_recent=0)
     assert out is not None
     assert texts(out)[0] == "m0" and is_summary(out[1]) and len(out) == 2
@@ -152,7 +152,7 @@ async def test_axio_keep_recent_zero_crash() -> None:
 
 async def test_agentflow_orphaned_results_after_summary_split() -> None:
     # Agentflow splits at len - keep_recent with no pair check and kept two tool results
-    # whose call had been summarised (peers.md §4.1). Parallel call c2+c3, results in two
+    # whose call had been summarised (agentflow 0.10.1). Parallel call c2+c3, results in two
     # messages: a naive split at len-3 starts on the c3 result.
     history = [
         Message.system("S"),
@@ -343,7 +343,7 @@ async def test_reported_tokens_plus_appended_estimate_triggers() -> None:
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
 async def test_axio_lost_write_during_compaction(backend: str, tmp_path: Path) -> None:
     # axio: clear() + re-append of the snapshot's result dropped the message appended while
-    # the summary ran (peers.md §4.7, 2). Here a writer appends five messages meanwhile.
+    # the summary ran (axio 0.12.2). Here a writer appends five messages meanwhile.
     if backend == "memory":
         inner: ContextStore = MemoryContextStore(fill(14))
     else:
@@ -373,7 +373,7 @@ async def test_axio_lost_write_during_compaction(backend: str, tmp_path: Path) -
 
 async def test_axio_leaked_sqlite_snapshot_session(tmp_path: Path) -> None:
     # axio compacted a fork of the SQLite store and never deleted it: every compaction left
-    # a full-history session behind (peers.md §4.7, 3).
+    # a full-history session behind (axio-context-sqlite 0.12.2).
     path = tmp_path / "ctx.db"
     inner = await SQLiteContextStore.open(path, "sess-1")
     await inner.append_many(fill(14))

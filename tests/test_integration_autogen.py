@@ -1,6 +1,7 @@
-"""ctxtrim.integrations.autogen against the real autogen-core: the peer bugs of peers.md
-§4.2 to §4.4 pass through the drop-ins fixed, the views equal autogen's wherever autogen is
-correct, and state/component round trips keep real message objects."""
+"""ctxtrim.integrations.autogen against the real autogen-core: autogen's context
+bugs (microsoft/autogen#7955, PRs #8070 and #8207) pass through the drop-ins fixed, the
+views equal autogen's wherever autogen is correct, and state/component round trips keep
+real message objects."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from strategies import histories  # noqa: E402
 
 
 class TenPerMessage:
-    """peers.md §4.2's duck-typed client: 10 tokens per message, nothing per call."""
+    """A duck-typed client as in microsoft/autogen#7955: 10 tokens per message, none per call."""
 
     def count_tokens(self, msgs: Sequence[LLMMessage], tools: object = ()) -> int:
         return 10 * len(msgs)
@@ -124,7 +125,7 @@ def view(ctx: object) -> list[LLMMessage]:
     return asyncio.run(ctx.get_messages())  # type: ignore[attr-defined]
 
 
-# -- §4.2: TokenLimited orphans results and calls ---------------------------------------------
+# -- TokenLimited orphans results and calls (microsoft/autogen#7955) ---------------------------
 
 
 @pytest.mark.parametrize("limit", [80, 60, 50, 40, 30])
@@ -142,7 +143,7 @@ def test_token_limited_peer_scenario_is_pair_safe(limit: int) -> None:
 
 
 def test_token_limited_peer_itself_breaks_pairs_on_that_history() -> None:
-    # The reproduction of §4.2, so the test above is known to exercise the bug.
+    # autogen's own output on that history, so the test above is known to exercise the bug.
     broken = [
         view(
             peer.TokenLimitedChatCompletionContext(
@@ -189,7 +190,7 @@ def test_token_limited_rejects_a_bad_limit() -> None:
         ours.TokenLimitedChatCompletionContext(TenPerMessage(), token_limit=0)
 
 
-# -- §4.4: HeadAndTail's placeholder under-counts ---------------------------------------------
+# -- HeadAndTail's placeholder under-counts (microsoft/autogen PR #8070) -----------------------
 
 
 def test_head_and_tail_placeholder_states_the_true_count() -> None:
@@ -207,7 +208,7 @@ def test_head_and_tail_placeholder_states_the_true_count() -> None:
     skipped = len(hist) - (len(out) - 1)
     assert placeholders[0].content == f"Skipped {skipped} messages."
     assert pair_problems(out, hist) == []
-    # autogen says 2 while it omits 4 (peers.md §4.4).
+    # autogen says 2 while it omits 4.
     theirs = view(peer.HeadAndTailChatCompletionContext(2, 2, initial_messages=hist))
     assert [m.content for m in theirs if getattr(m, "source", "") == "System"] == [
         "Skipped 2 messages."
@@ -215,7 +216,7 @@ def test_head_and_tail_placeholder_states_the_true_count() -> None:
     assert len(hist) - (len(theirs) - 1) == 4
 
 
-# -- §4.3: component round trip turns messages into dicts ------------------------------------
+# -- component round trip turns messages into dicts (microsoft/autogen PR #8207) ---------------
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""ctxtrim.integrations.langchain.trim_messages against langchain-core's: the scenarios of
-peers.md §4.5 pass through it fixed, and on histories where langchain's result is
-pair-safe both return the same messages."""
+"""ctxtrim.integrations.langchain.trim_messages against langchain-core's: langchain's pair
+bugs (langchain-ai/langchain#33245, #29637, #35629) pass through it fixed, and on
+histories where langchain's result is pair-safe both return the same messages."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def shape(ms: Sequence[BaseMessage]) -> str:
     )
 
 
-# -- peers.md §4.5 -----------------------------------------------------------------------------
+# -- langchain's own pair bugs, fixed ------------------------------------------------------------
 
 
 def test_last_never_starts_with_an_orphan_tool_message() -> None:

@@ -1,6 +1,7 @@
 """ctxtrim.integrations.openai_agents against the real openai-agents SDK: the session's
 ``get_items(limit)`` and the input callback never hand the runner an orphan
-``function_call_output`` (peers.md §4.6), items round-trip exactly on any ctxtrim store,
+``function_call_output`` (openai-agents' own ``SQLiteSession`` does), items round-trip
+exactly on any ctxtrim store,
 and where SQLiteSession's window is pair-safe both return the same items."""
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def test_get_items_limit_never_returns_an_orphan_output() -> None:
         ours = CtxtrimSession(session_id="s1")
         for s in (theirs, ours):
             await s.add_items(PEER_ITEMS)
-        assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # §4.6
+        assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # theirs has the orphan
         for limit in range(1, 7):
             got = await ours.get_items(limit=limit)
             assert pair_problems(got, PEER_ITEMS) == []
@@ -106,7 +107,7 @@ def test_runner_input_through_the_callback_has_no_orphan() -> None:
         prepared, _ = await prepare_input_with_session(
             "next", theirs, lambda history, new: history[-3:] + new
         )
-        assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # §4.6
+        assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # theirs
 
         big = [user("task"), fc("c1"), fo("c1", "x " * 400), fc("c2"), fo("c2", "y " * 400)]
         ours = CtxtrimSession(session_id="s1")

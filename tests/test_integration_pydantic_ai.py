@@ -1,7 +1,7 @@
 """ctxtrim.integrations.pydantic_ai.TrimHistory against the real pydantic-ai: a real Agent
 run through ``capabilities=[...]`` sends the model a trimmed, pair-safe history in which
 nothing had to be repaired; a naive slice processor (pydantic-ai's docs' pattern) needs
-pydantic-ai's repair and then starts with a ModelResponse (peers.md §1.8)."""
+pydantic-ai's repair and then starts with a ModelResponse."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_capability_helper_is_process_history() -> None:
 
 def test_naive_slice_needs_repair_ours_does_not() -> None:
     # The documented "keep the last N" processor leaves an orphan that pydantic-ai then
-    # drops, so the model's history starts with a ModelResponse (peers.md §1.8).
+    # drops, so the model's history starts with a ModelResponse.
     seen = run_agent(lambda ms: ms[-3:] if len(ms) > 3 else ms, steps=4)
     assert any(isinstance(m[0], ModelResponse) for m in seen)
     for messages in run_agent(TrimHistory(max_tokens=400), steps=4):

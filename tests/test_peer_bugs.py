@@ -1,7 +1,7 @@
-"""Each peer bug of peers.md §4 rebuilt in ctxtrim's API, showing ctxtrim gets it right.
+"""Each pair-safety bug found in a peer, rebuilt in ctxtrim's API, showing ctxtrim gets it right.
 
-The histories mirror the reproductions in peers.md (same shapes, same parameters where they
-translate); each test names the section it answers.
+The histories mirror the peers' own reproductions (same shapes, same parameters where they
+translate); each section names the peer and, where there is one, its upstream issue.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class PerMessage:
 
 
 def show(messages: Sequence[Message]) -> str:
-    """``S U C1 R1 A`` notation of peers.md."""
+    """``S U C1 R1 A`` notation: system, user, call 1, result 1, assistant."""
     out = []
     for m in messages:
         if m.tool_uses:
@@ -70,7 +70,7 @@ CUTTERS = [
 ]
 
 
-# -- §4.1 agentflow SummaryContextManager ------------------------------------------------------
+# -- agentflow SummaryContextManager keeps tool results whose call it summarised ---------------
 
 
 @pytest.mark.parametrize("strategy", CUTTERS, ids=repr)
@@ -97,7 +97,7 @@ def test_4_1_agentflow_recent_split_never_orphans_tool_results(
     assert first.is_real_user
 
 
-# -- §4.2 autogen TokenLimitedChatCompletionContext --------------------------------------------
+# -- autogen TokenLimited orphans results and calls (microsoft/autogen#7955) -------------------
 
 
 def _autogen_hist() -> list[Message]:
@@ -138,7 +138,7 @@ def test_4_2_and_4_10_token_counter_runs_once_per_message() -> None:
     assert len(counter.seen) == len(hist) and seen <= len(hist)
 
 
-# -- §4.4 autogen HeadAndTailChatCompletionContext ---------------------------------------------
+# -- autogen HeadAndTail's placeholder under-counts (microsoft/autogen#8070) -------------------
 
 
 def test_4_4_autogen_head_and_tail_placeholder_states_the_true_count() -> None:
@@ -167,7 +167,7 @@ def test_4_4_placeholder_count_is_true_for_every_head_and_tail(head: int, tail: 
     assert validate(out) == []
 
 
-# -- §4.5 langchain-core trim_messages ---------------------------------------------------------
+# -- langchain-core trim_messages orphans (langchain-ai/langchain#33245) -----------------------
 
 
 def _langchain_hist() -> list[Message]:
@@ -209,7 +209,7 @@ def test_4_5_langchain_counter_sees_each_message_once_in_order() -> None:
     assert validate(out) == []
 
 
-# -- §4.6 openai-agents session history limit --------------------------------------------------
+# -- openai-agents get_items(limit) returns an orphan output -----------------------------------
 
 
 @pytest.mark.parametrize("n", range(1, 6))
@@ -222,7 +222,7 @@ def test_4_6_openai_agents_history_limit_never_starts_with_a_function_output(n: 
         assert out[0].is_real_user
 
 
-# -- §4.7 axio keep_recent=0 -------------------------------------------------------------------
+# -- axio keep_recent=0 raises IndexError ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -245,7 +245,7 @@ def test_4_7_keep_zero_style_edge_cases(strategy: ContextStrategy) -> None:
         assert strategy(out) == out
 
 
-# -- §4.8 agentix TrimRounds -------------------------------------------------------------------
+# -- agentix TrimRounds drops the question that caused a call ----------------------------------
 
 
 @pytest.mark.parametrize("k", range(1, 7))
@@ -283,7 +283,7 @@ def test_4_8_agentix_assistant_first_transcript_keeps_a_user_turn(pin_task: bool
     assert [v.kind for v in validate(out)] == []
 
 
-# -- §4.12 and the single-task agent loop ------------------------------------------------------
+# -- agentflow never trims a one-task loop; hoisted system messages ----------------------------
 
 
 def test_4_12_single_task_agent_loop_with_hundreds_of_rounds_still_trims() -> None:

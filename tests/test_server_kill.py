@@ -1,5 +1,5 @@
 """kill -9 of the server mid-append loses no acknowledged append and leaves no torn message
-(stores.md T4/T6, E6/E16), for Redis (AOF on, ``appendfsync always``) and PostgreSQL.
+(and a batch is all-or-nothing), for Redis (AOF on, ``appendfsync always``) and PostgreSQL.
 
 Each test runs its own private server on 127.0.0.1 (a free port, a temp data dir), so
 killing it disturbs nothing else. A writer process appends batches of 1-5 messages of

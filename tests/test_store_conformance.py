@@ -1,4 +1,4 @@
-"""Every store backend behaves like a dict of lists (stores.md T8, T14).
+"""Every store backend behaves like a dict of lists, and rejects bad input alike.
 
 A hypothesis state machine drives one backend namespace with appends, atomic batches, bad
 batches, clears, forks, snapshots followed by fresh or stale ``replace_prefix`` (with

@@ -2,8 +2,8 @@
 
 The shared conformance and reliability suites cover the ``ContextStore`` contract; this file
 covers what only PostgreSQL has: migrations taken under the advisory lock by concurrent
-openers (stores.md E13 — LangGraph's ``setup()`` fails there), NUL in text columns (``jsonb``
-rejects it, stores.md §7), hostile ids as bound parameters, schema namespaces, idempotent
+openers (LangGraph's ``PostgresSaver.setup()`` fails there), NUL in text columns (``jsonb``
+rejects it), hostile ids as bound parameters, schema namespaces, idempotent
 retries racing each other, gapless seqs across compactions, shared pools, and typed errors.
 """
 

@@ -2,7 +2,7 @@
 
 The shared conformance and reliability suites cover the ``ContextStore`` contract; this file
 covers what only Redis has: the key layout (hashed ids in a hash tag, nothing outside the
-prefix, never ``KEYS``), isolation of ids peers let collide (stores.md E12/T13), idempotent
+prefix, never ``KEYS``), isolation of ids peers let collide (``"a"``, ``"a:messages"``), idempotent
 retries, TTL, and typed errors for a server that is down or misused.
 """
 

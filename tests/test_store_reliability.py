@@ -1,7 +1,7 @@
 """Reliability of the persistent stores under processes, crashes and hostile input
-(stores.md §6: T1/T2 concurrent writers and prefix-consistent readers, T3/T6 kill -9 of a
-writer, T7 disk full, T9 compaction CAS, T12 concurrent first open, T13 session-id
-separation, T14 bad input). Real files and real processes; no mocks.
+(concurrent writers and prefix-consistent readers, kill -9 of a writer mid-append or
+mid-batch, disk full, the compaction CAS, concurrent first open, session-id separation,
+bad input). Real files and real processes; no mocks.
 
 The generic tests run on every backend of ``PERSISTENT_BACKENDS``; the crash and disk-full
 tests are SQLite's (a server backend's crash tests kill the server instead).

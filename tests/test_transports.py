@@ -28,7 +28,7 @@ from ctxtrim import (
 )
 from ctxtrim.compaction import DEFAULT_SYSTEM_PROMPT
 from ctxtrim.transports import AnthropicTransport, ExtractiveTransport, OpenAITransport
-from ctxtrim.transports._render import clip, render_transcript
+from ctxtrim.transports._render import render_transcript
 
 from fake_provider import FakeProvider
 from helpers import agent_session, call, results
@@ -222,7 +222,7 @@ def test_bad_transport_settings_are_rejected(kwargs: dict[str, Any]) -> None:
         AnthropicTransport(anthropic.AsyncAnthropic(api_key="k"), **args)
 
 
-# -- agent-air's byte-slicing panic (peers.md §4.9) ----------------------------------------------
+# -- agent-air's byte-slicing panic (truncate_content slices a &str at a byte index) ---------
 
 _NON_ASCII = [
     "é" * 600,  # agent-air's input: byte 997 falls inside an "é" (it panics); 600 chars fit
@@ -254,17 +254,6 @@ async def test_agent_air_byte_slicing_panic_non_ascii_tool_output(
     assert output.startswith(body) and len(body) > 900
     rest = output[len(body) :]
     assert not rest.startswith(("\u0301", "\u200d"))  # no accent or joiner cut off its base
-
-
-@given(st.text(max_size=60), st.integers(0, 70), st.sampled_from(["…", "", "...[cut]"]))
-def test_clip_never_splits_a_character(text: str, n: int, marker: str) -> None:
-    out = clip(text, n, marker)
-    assert len(out) <= max(n, 0) or out == text
-    if out != text:
-        body = out.removesuffix(marker) if marker else out
-        assert text.startswith(body)
-        assert not (body and "\ud800" <= body[-1] <= "\udbff")
-        assert not body.endswith("\u200d")
 
 
 # -- the extractive transport ------------------------------------------------------------------

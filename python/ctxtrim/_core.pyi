@@ -12,15 +12,14 @@ from ctxtrim.tokens import TokenCounter
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
-    "CtxtrimError",
     "MessageFacts",
     "MessageLog",
-    "StaleGenerationError",
     "TurnId",
     "__version__",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
+    "grapheme_floor",
     "message_ok",
     "message_tokens",
     "repair_plan",
@@ -36,6 +35,11 @@ IMAGE_TOKENS: Final[int]
 def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
     priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
+
+def grapheme_floor(text: str, max_chars: int) -> int:
+    """The largest ``n <= max_chars`` such that ``text[:n]`` ends between two extended
+    grapheme clusters (Unicode UAX #29). Pass at most ``max_chars + 1`` characters; a text
+    with lone surrogates raises ``UnicodeEncodeError`` (``ctxtrim._text`` handles that)."""
 
 def message_tokens(
     message: Message, *, encoding: str = "cl100k_base", counter: TokenCounter | None = None
@@ -219,12 +223,3 @@ class MessageLog:
         """Index where the k-th last round starts, or None."""
 
     def __repr__(self) -> str: ...
-
-class CtxtrimError(Exception):
-    """Base class of every error ctxtrim raises on purpose."""
-
-class StaleGenerationError(CtxtrimError):
-    """A replace_prefix was refused: the history was rewritten since the caller's snapshot."""
-
-    expected: int
-    actual: int

@@ -1,30 +1,46 @@
-"""The exceptions ctxtrim raises.
+"""The exceptions ctxtrim raises, every one of them defined here.
 
 Every error ctxtrim raises on purpose is a :class:`CtxtrimError`, so a caller can catch the
-library's errors in one clause. ``CtxtrimError`` and ``StaleGenerationError`` are created in
-the extension (PyO3 ``create_exception!``); errors about bad input are also
-:class:`ValueError` (the Python convention), and a ``create_exception!`` class has one base
-only, so those two are defined here on top of ``CtxtrimError``. The extension raises these
-same classes, so there is one hierarchy.
+library's errors in one clause; errors about bad input are also :class:`ValueError` (the
+Python convention). The Rust extension defines no exception class: it raises these, looked
+up in this module the first time one is needed (PyO3 ``import_exception!``). This module
+imports nothing from the extension, so there is no import cycle. ``InvalidStrategy`` and
+``FormatError`` are also importable from ``ctxtrim.strategies`` and ``ctxtrim.formats``.
 """
 
 from __future__ import annotations
-
-from ctxtrim._core import CtxtrimError, StaleGenerationError
 
 __all__ = [
     "CompactionError",
     "CompactionSettingsError",
     "CorruptRecordError",
     "CtxtrimError",
+    "FormatError",
     "InvalidMessage",
     "InvalidSessionId",
+    "InvalidStrategy",
+    "InvalidToolArguments",
     "InvalidTurnId",
     "MessageTooLarge",
     "StaleGenerationError",
     "StoreError",
     "stale_generation_error",
 ]
+
+
+class CtxtrimError(Exception):
+    """Base class of every error ctxtrim raises on purpose."""
+
+
+class StaleGenerationError(CtxtrimError):
+    """The history was rewritten (cleared, compacted, a turn removed) since the caller's
+    snapshot, so a ``replace_prefix`` was refused and nothing changed. ``expected`` and
+    ``actual`` hold the two generations (-1 when unknown)."""
+
+    def __init__(self, message: str, expected: int = -1, actual: int = -1) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.actual = actual
 
 
 class InvalidMessage(CtxtrimError, ValueError):
@@ -43,6 +59,11 @@ class InvalidMessage(CtxtrimError, ValueError):
 
 class InvalidTurnId(CtxtrimError, ValueError):
     """A turn id string is not of the form ``"u<number>"`` or ``"a<number>"``."""
+
+
+class InvalidToolArguments(InvalidMessage):
+    """A tool call's arguments text is not a JSON object (what a model cut off mid-call
+    writes); the converters' ``raw_arguments=True`` keeps it as raw text instead."""
 
 
 class MessageTooLarge(InvalidMessage):
@@ -87,6 +108,15 @@ class CompactionError(CtxtrimError):
         self.status_code = status_code
 
 
+class InvalidStrategy(CtxtrimError, ValueError):
+    """A strategy was configured with a value it cannot work with (named in the message)."""
+
+
+class FormatError(CtxtrimError, ValueError):
+    """An unknown format name, a payload whose format cannot be detected, or text that is
+    neither JSON nor JSON Lines."""
+
+
 class CompactionSettingsError(CtxtrimError, ValueError):
     """A compaction setting is out of range (``keep_recent=-1``, ``threshold=1.5``, an
     empty model name...); the message names the setting and the value."""
@@ -94,9 +124,8 @@ class CompactionSettingsError(CtxtrimError, ValueError):
 
 def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:
     """The error a store raises when ``replace_prefix`` meets a newer generation."""
-    err = StaleGenerationError(
-        f"stale generation: expected {expected}, the history is at generation {actual}"
+    return StaleGenerationError(
+        f"stale generation: expected {expected}, the history is at generation {actual}",
+        expected,
+        actual,
     )
-    err.expected = expected
-    err.actual = actual
-    return err

@@ -22,7 +22,6 @@ list is counted once; ``strategy.apply(log_or_store)`` uses the log's cached cou
 
 from __future__ import annotations
 
-import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,8 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from ctxtrim import _core
-from ctxtrim.errors import CtxtrimError
+from ctxtrim._text import clip_text
+from ctxtrim.errors import InvalidStrategy
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter
@@ -60,10 +60,6 @@ Source: TypeAlias = Sequence[Message] | _core.MessageLog | MemoryContextStore
 
 #: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
 TRUNCATION_MARKER = "...[truncated]"
-
-
-class InvalidStrategy(CtxtrimError, ValueError):
-    """A strategy was configured with a value it cannot work with (named in the message)."""
 
 
 # ============================================================================================
@@ -423,7 +419,8 @@ class TrimRounds(_CoreCut):
 
     A round starts at a real user message, or at an assistant message that follows tool
     results (or a system message); so a user question stays in the round of the tool calls
-    it caused, which agentix gets wrong (peers.md §4.8).
+    it caused; agentix's ``TrimRounds`` puts it in the round before and drops it while keeping
+    the call (tests/test_peer_bugs.py, ``test_4_8_*``).
     """
 
     def __init__(
@@ -465,7 +462,7 @@ SKIPPED_META_KEY = "ctxtrim_skipped"
 class HeadAndTail(_CutStrategy):
     """The first ``head`` and last ``tail`` messages, with a placeholder user message between
     them that states the true number of messages skipped (autogen's under-counts it:
-    peers.md §4.4).
+    https://github.com/microsoft/autogen/pull/8070).
 
     Both ends move to safe cuts — the head's end backwards, the tail's start backwards
     (so the tail keeps a call with its results) — and the head always covers the pinned
@@ -574,46 +571,6 @@ class FitContextWindow(_CoreCut):
 
 # ============================================================================================
 # In-place strategies
-
-# Code points that continue the grapheme before them: cutting just before one would leave a
-# base letter without its accent, or split an emoji sequence (skin tone, ZWJ family, flag).
-_ZWJ = "\u200d"
-
-
-def _continues_grapheme(ch: str) -> bool:
-    cp = ord(ch)
-    return (
-        ch == _ZWJ
-        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
-        or 0xFE00 <= cp <= 0xFE0F  # variation selectors
-        or 0x1F3FB <= cp <= 0x1F3FF  # emoji skin-tone modifiers
-        or 0xE0020 <= cp <= 0xE007F  # emoji tag sequences
-        or 0xE0100 <= cp <= 0xE01EF
-    )
-
-
-def _is_regional(ch: str) -> bool:
-    return 0x1F1E6 <= ord(ch) <= 0x1F1FF
-
-
-def clip_text(text: str, max_chars: int) -> str:
-    """The first ``max_chars`` characters of ``text``, shortened so no grapheme is split.
-
-    Python strings index code points, so UTF-8 is never split; this also avoids cutting a
-    combining accent, a ZWJ emoji sequence, a skin-tone modifier or a flag pair in half.
-    """
-    if len(text) <= max_chars:
-        return text
-    cut = max_chars
-    while cut > 0 and (_continues_grapheme(text[cut]) or text[cut - 1] == _ZWJ):
-        cut -= 1
-    if cut > 0 and _is_regional(text[cut]) and _is_regional(text[cut - 1]):
-        run = 0
-        while cut - run > 0 and _is_regional(text[cut - run - 1]):
-            run += 1
-        if run % 2:  # text[cut - 1] is the first half of a flag
-            cut -= 1
-    return text[:cut]
 
 
 class TruncateToolOutputs(ContextStrategy):

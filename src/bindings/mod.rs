@@ -1,6 +1,6 @@
 //! PyO3 bindings: the Python face of the core, and nothing else.
 //!
-//! Rules (from ../shared/style.md): every class is `frozen` with interior locking, so no
+//! Rules: every class is `frozen` with interior locking, so no
 //! Python thread ever sees "Already borrowed"; locks guard only O(1) pure-Rust work (clone
 //! the persistent log under the lock, then work on the clone); the GIL is released around
 //! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between
@@ -12,6 +12,7 @@ mod errors;
 mod facts;
 mod log;
 mod message;
+mod text;
 mod tokens;
 mod turn;
 mod window;
@@ -25,13 +26,13 @@ mod core_module {
     #[pymodule_export]
     use super::checks::{repair_plan, validate_messages};
     #[pymodule_export]
-    use super::errors::{CtxtrimError, StaleGenerationError};
-    #[pymodule_export]
     use super::facts::PyFacts;
     #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
     use super::message::{frozen_json, message_ok, tool_result_ok, tool_use_ok};
+    #[pymodule_export]
+    use super::text::grapheme_floor;
     #[pymodule_export]
     use super::tokens::{estimate_tokens, message_tokens};
     #[pymodule_export]

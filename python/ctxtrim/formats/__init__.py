@@ -37,10 +37,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxtrim.errors import CtxtrimError, InvalidMessage
+from ctxtrim.errors import FormatError, InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import Message
 
-from ._common import RAW_ARGUMENTS, InvalidToolArguments
+from ._common import RAW_ARGUMENTS
 from .anthropic import from_anthropic, to_anthropic
 from .openai_chat import from_openai_chat, to_openai_chat
 from .openai_responses import from_openai_responses, to_openai_responses
@@ -67,11 +67,6 @@ __all__ = [
 #: The format names :func:`load` and :func:`dump` accept (besides ``"auto"`` for ``load``).
 FORMATS = ("openai", "responses", "anthropic", "ctxtrim")
 _ALIASES = {"openai_chat": "openai", "chat": "openai", "openai_responses": "responses"}
-
-
-class FormatError(CtxtrimError, ValueError):
-    """An unknown format name, a payload whose format cannot be detected, or text that is
-    neither JSON nor JSON Lines."""
 
 
 def from_ctxtrim(data: Any) -> list[Message]:

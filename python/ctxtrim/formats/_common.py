@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ctxtrim.errors import InvalidMessage
+from ctxtrim.errors import InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message
 
 T = TypeVar("T")
@@ -136,11 +136,6 @@ def data_url(image: ImageBlock) -> str:
 #: (a model cut off mid-call), kept as it is when the converters are asked to
 #: (``raw_arguments=True``) so that nothing is lost and the call still pairs with its result.
 RAW_ARGUMENTS = "ctxtrim_raw_arguments"
-
-
-class InvalidToolArguments(InvalidMessage):
-    """A tool call's arguments text is not a JSON object (what a model cut off mid-call
-    writes); ``raw_arguments=True`` keeps it as raw text instead."""
 
 
 def raw_arguments(value: dict[str, Any]) -> str | None:

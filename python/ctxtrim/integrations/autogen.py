@@ -9,7 +9,8 @@ Each class has the signature of its autogen namesake, is a real
 keeps every message in storage, computing a *view* in ``get_messages()`` as autogen does.
 Invariants of every view: no ``FunctionExecutionResultMessage`` whose call is missing, no
 ``AssistantMessage`` function call whose results were cut (the cut is a pair-safe index
-from the Rust log, not a slice followed by a one-message patch, peers.md §4.2); leading
+from the Rust log, not a slice followed by a one-message patch as in autogen's
+TokenLimited, https://github.com/microsoft/autogen/issues/7955); leading
 ``SystemMessage``\\ s are always kept; the messages are autogen's own objects.
 
 Deliberate differences from autogen (docs/design.md, "Integrations"):
@@ -18,7 +19,8 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
   hold a few more or fewer messages than ``buffer_size`` rather than split a call from
   its results; leading system messages are kept (autogen drops them).
 * ``HeadAndTail``: the head ends and the tail starts on safe cuts; the placeholder
-  ``"Skipped N messages."`` states the true number left out (autogen under-counts, §4.4).
+  ``"Skipped N messages."`` states the true number left out (autogen under-counts:
+  https://github.com/microsoft/autogen/pull/8070).
 * ``TokenLimited``: keeps the pinned head (system messages and, with ``pin_task=True``, the
   first user message) plus the longest pair-safe suffix within the limit, where autogen
   pops from the middle one message at a time (and calls the token counter after each pop:
@@ -27,7 +29,8 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
   cut moved further.
 * ``Unbounded``: returns a copy of the list, not the internal list itself.
 * ``dump_component``/``load_component`` keep real message objects (autogen's Buffered turns
-  them into dicts, §4.3); ``save_state``/``load_state`` are autogen's.
+  them into dicts: https://github.com/microsoft/autogen/pull/8207); ``save_state``/
+  ``load_state`` are autogen's.
 """
 
 from __future__ import annotations
@@ -193,7 +196,7 @@ class BufferedChatCompletionContext(
 
     @classmethod
     def _from_config(cls, config: BufferedChatCompletionContextConfig) -> Self:
-        # Not cls(**config.model_dump()): that turns the messages into dicts (peers.md §4.3).
+        # Not cls(**config.model_dump()): that turns the messages into dicts (autogen PR #8207).
         return cls(buffer_size=config.buffer_size, initial_messages=config.initial_messages)
 
 

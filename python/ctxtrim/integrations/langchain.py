@@ -10,7 +10,8 @@ over a list, a per-message function or lambda, a chat model or ``"approximate"``
 ``include_system``, ``text_splitter``) and returns langchain's own message objects.
 
 Invariants: the result never holds a ``ToolMessage`` whose ``AIMessage`` tool call was cut,
-nor an ``AIMessage`` whose ``tool_calls`` lost their results to the cut (peers.md §4.5); it
+nor an ``AIMessage`` whose ``tool_calls`` lost their results to the cut (langchain's
+``strategy="last"`` leads with an orphan ``ToolMessage``: langchain-ai/langchain#33245); it
 is within ``max_tokens`` by the caller's counter whenever langchain's would be; the counter
 sees the history once, in order, in pair-closed pieces (a call with its results), then the
 chosen window — never reversed input, never a lone ``ToolMessage`` (#29637).

@@ -17,10 +17,12 @@ item back), and item types the converter has no model for (``web_search_call``,
 Invariants: ``get_items(limit)`` returns at most ``limit`` items, chronological, and never
 starts with a ``function_call_output`` whose ``function_call`` it left out, nor splits
 parallel calls from their outputs (the cut moves forward to the next pair-safe item;
-openai-agents' ``SQLiteSession.get_items`` returns the orphan, peers.md §4.6).
+openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
+tests/test_integration_openai_agents.py shows).
 :func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
 token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
-without a callback, so a slicing callback sends the orphan to the model (§4.6).
+without a callback (the fix of openai/openai-agents-python#4322), so a slicing callback
+sends the orphan to the model.
 """
 
 from __future__ import annotations
@@ -153,7 +155,9 @@ class CtxtrimSession:
             except StaleGenerationError:
                 continue  # rewritten meanwhile (a compaction): read again
             return items[-1]
-        raise StaleGenerationError(-1, -1)
+        raise StaleGenerationError(
+            "pop_item: the history was rewritten 8 times in a row; nothing removed"
+        )
 
     async def clear_session(self) -> None:
         await self.store.clear()

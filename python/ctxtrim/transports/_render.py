@@ -1,13 +1,10 @@
-"""Rendering an old history as text for a summariser, and character-safe clipping.
+"""Rendering an old history as text for a summariser.
 
 Invariants:
 
-* **Never splits a character.** Python strings index code points, so a slice never cuts a
-  multi-byte UTF-8 sequence (agent-air's compactor panics slicing UTF-8 bytes: peers.md
-  §4.9). :func:`clip` also never ends on a high surrogate, never keeps a dangling zero-width
-  joiner and never separates a base character from the combining marks that follow it, so a
-  clipped ``"é"`` written as ``e`` + U+0301 or a family emoji does not turn into a different
-  visible character.
+* **Never splits a character.** Tool inputs and results are shortened with
+  :func:`ctxtrim._text.clip_text`, which cuts only between whole grapheme clusters, and
+  end in :data:`ELLIPSIS` when cut.
 * **Deterministic.** Same messages, same text: no clock, no randomness, dict keys in the
   order the message holds them. Prompt caches and tests rely on it.
 * **Summaries are not conversation.** A message marked as an earlier summary (see
@@ -19,10 +16,10 @@ Invariants:
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ctxtrim._text import clip_text
 from ctxtrim.messages import (
     ImageBlock,
     Message,
@@ -34,8 +31,8 @@ from ctxtrim.messages import (
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "ELLIPSIS",
     "SUMMARY_HEADER",
-    "clip",
     "is_summary",
     "render_transcript",
     "result_text",
@@ -52,42 +49,11 @@ DEFAULT_SYSTEM_PROMPT = (
     "one instead of repeating it. Reply with the summary only."
 )
 
+#: What ends a clipped tool input or result in a rendered transcript.
+ELLIPSIS = "…"
+
 #: The first line of the user message that carries a compaction summary.
 SUMMARY_HEADER = "[Summary of the earlier conversation]"
-
-_ZWJ = "\u200d"
-_VS_FIRST, _VS_LAST = "\ufe00", "\ufe0f"
-
-
-def _joins_previous(ch: str) -> bool:
-    """Whether ``ch`` belongs to the character before it (combining mark, variation
-    selector, emoji modifier)."""
-    return (
-        unicodedata.combining(ch) != 0
-        or _VS_FIRST <= ch <= _VS_LAST
-        or "\U0001f3fb" <= ch <= "\U0001f3ff"
-    )
-
-
-def clip(text: str, max_chars: int, marker: str = "…") -> str:
-    """``text`` cut to at most ``max_chars`` characters, ``marker`` included, on a character
-    boundary (see the module docstring). Returns ``text`` itself when it fits."""
-    if max_chars < 0:
-        raise ValueError(f"max_chars must be >= 0, got {max_chars}")
-    if len(text) <= max_chars:
-        return text
-    if max_chars <= len(marker):
-        marker = ""
-    end = max_chars - len(marker)
-    # Move the end back until it falls between two whole user-perceived characters.
-    while end > 0 and (
-        "\ud800" <= text[end - 1] <= "\udbff"
-        or text[end - 1] == _ZWJ
-        or _joins_previous(text[end])
-        or text[end] == _ZWJ
-    ):
-        end -= 1
-    return text[:end] + marker
 
 
 def is_summary(message: Message) -> bool:
@@ -139,12 +105,12 @@ def _render_message(
                 yield f"{speaker}: {block.text}"
         elif isinstance(block, ToolUseBlock):
             names[block.id] = block.name
-            args = clip(_json(block.input), max_input_chars)
+            args = clip_text(_json(block.input), max_input_chars, ELLIPSIS)
             yield f"[{speaker} called tool {block.name} (id {block.id}) with input {args}]"
         elif isinstance(block, ToolResultBlock):
             name = names.get(block.tool_use_id, "tool")
             status = "error" if block.is_error else "result"
-            body = clip(result_text(block), max_result_chars)
+            body = clip_text(result_text(block), max_result_chars, ELLIPSIS)
             yield f"[{name} {status} (id {block.tool_use_id})]: {body}"
         elif isinstance(block, ImageBlock):
             yield f"[{speaker} sent an image: {block.media_type}]"

@@ -12,7 +12,7 @@ It reads the messages it is given and writes, deterministically (same input, sam
 * **Last conclusions** — the assistant's last texts.
 
 The whole summary stays within ``max_tokens`` as priced by :func:`ctxtrim.estimate_tokens`;
-every cut is character-safe (:func:`ctxtrim.transports._render.clip`). The ``system`` prompt
+every cut is character-safe (:func:`ctxtrim._text.clip_text`). The ``system`` prompt
 is ignored (there is no model to instruct).
 """
 
@@ -23,10 +23,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ctxtrim._text import clip_text
 from ctxtrim.errors import CompactionSettingsError
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.tokens import estimate_tokens
-from ctxtrim.transports._render import _json, clip, is_summary, result_text, summary_body
+from ctxtrim.transports._render import ELLIPSIS, _json, is_summary, result_text, summary_body
 
 __all__ = ["ExtractiveTransport"]
 
@@ -58,13 +59,13 @@ def _clip_to_tokens(text: str, max_tokens: int) -> str:
     if estimate_tokens(text) <= max_tokens:
         return text
     lo, hi = 0, len(text)
-    while lo < hi:  # largest n with estimate(clip(text, n)) <= max_tokens
+    while lo < hi:  # largest n with estimate(clip_text(text, n, …)) <= max_tokens
         mid = (lo + hi + 1) // 2
-        if estimate_tokens(clip(text, mid)) <= max_tokens:
+        if estimate_tokens(clip_text(text, mid, ELLIPSIS)) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
-    return clip(text, lo) if lo > 0 else ""
+    return clip_text(text, lo, ELLIPSIS) if lo > 0 else ""
 
 
 def _keep_last_lines(lines: list[str], max_tokens: int, head: int = 0) -> str:
@@ -151,7 +152,7 @@ class ExtractiveTransport:
         convo = [m for m in messages if not is_summary(m)]
 
         requests = [
-            "- " + clip(" ".join(m.text.split()), _REQUEST_CHARS)
+            "- " + clip_text(" ".join(m.text.split()), _REQUEST_CHARS, ELLIPSIS)
             for m in convo
             if m.role == "user" and m.text.strip()
         ]
@@ -172,18 +173,20 @@ class ExtractiveTransport:
                 )
             )
             for c in calls:
-                args = clip(_json(c.input), _INPUT_CHARS)
+                args = clip_text(_json(c.input), _INPUT_CHARS, ELLIPSIS)
                 result = outcomes.get(c.id)
                 if result is None:
                     tool_lines.append(f"- {c.name}({args}) -> no result")
                     continue
                 status = "error" if result.is_error else "ok"
-                preview = clip(" ".join(result_text(result).split()), self.max_result_chars)
+                preview = clip_text(
+                    " ".join(result_text(result).split()), self.max_result_chars, ELLIPSIS
+                )
                 tool_lines.append(f"- {c.name}({args}) -> {status}: {preview}")
 
         mentions = _mentions(convo)
         conclusions = [
-            "- " + clip(" ".join(m.text.split()), _CONCLUSION_CHARS)
+            "- " + clip_text(" ".join(m.text.split()), _CONCLUSION_CHARS, ELLIPSIS)
             for m in convo
             if m.role == "assistant" and m.text.strip()
         ][-_LAST_CONCLUSIONS:]
