@@ -45,6 +45,7 @@ from ._common import (
     Unit,
     build,
     data_url,
+    decode_json,
     dumps_arguments,
     expect_dict,
     expect_list,
@@ -52,15 +53,17 @@ from ._common import (
     extra_keys,
     finish_parts,
     image_from_data_url,
+    json_array,
     loads_arguments,
     make_message,
     merge_keys,
     part_record,
+    rendered_json,
     required,
     units_for,
 )
 
-__all__ = ["KEY", "from_openai_chat", "to_openai_chat"]
+__all__ = ["KEY", "from_openai_chat", "to_openai_chat", "to_openai_chat_json"]
 
 #: The ``Message.meta`` key holding the Chat Completions fields ctxtrim has no place for.
 KEY = "openai_chat"
@@ -309,71 +312,83 @@ def _check_images(blocks: Sequence[Block], path: str, at: int, where: str) -> No
 
 def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """ctxtrim messages → Chat Completions ``messages`` (see the module docstring for what
-    cannot be carried)."""
+    cannot be carried). Each message is converted once and kept; every call returns fresh
+    dicts."""
+    return decode_json(to_openai_chat_json(messages))  # type: ignore[no-any-return]
+
+
+def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
+    """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
+    that post raw bodies: the messages' kept renderings joined, nothing decoded."""
+    return json_array(rendered_json(messages, _ATTR, _render))
+
+
+#: Where a message keeps its Chat Completions rendering.
+_ATTR = "_ctxtrim_openai_chat"
+
+
+def _render(m: Message, path: str) -> list[dict[str, Any]]:
+    """One message's Chat Completions messages."""
     out: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        path = f"messages[{i}]"
-        if type(m) is not Message:
-            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
-        at = 0
-        for unit, blocks in units_for(m, KEY, _default, _fits):
-            d: dict[str, Any]
-            if unit["t"] == "tool":
-                result = blocks[0]
-                assert type(result) is ToolResultBlock
-                if isinstance(result.content, str):
-                    content: Any = result.content
-                else:
-                    _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
-                    content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
-                    for k, part in enumerate(content):
-                        merge_keys(part, part_record(unit, k))
-                d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
-            elif m.role == "system":
-                d = {"role": "developer" if unit.get("role") == "developer" else "system"}
-                if m.name is not None:
-                    d["name"] = m.name
-                d["content"] = _render_content(blocks, unit)
-            elif m.role == "assistant":
-                _check_images(blocks, path, at, "an assistant message")
-                d = {"role": "assistant"}
-                if m.name is not None:
-                    d["name"] = m.name
-                texts = [b for b in blocks if type(b) is TextBlock]
-                if unit.get("form") != "absent" or texts:
-                    d["content"] = _render_content(blocks, unit)
-                calls = []
-                for k, b in enumerate(blocks):
-                    if type(b) is not ToolUseBlock:
-                        continue
-                    record = part_record(unit, k)
-                    raw = record.get("arguments")
-                    args = dumps_arguments(b.input)
-                    if isinstance(raw, str) and raw != args:
-                        try:
-                            if loads_arguments(raw, "") == b.input:
-                                args = raw
-                        except InvalidMessage:
-                            pass
-                    fn: dict[str, Any] = {"name": b.name, "arguments": args}
-                    if isinstance(record.get("function"), dict):
-                        merge_keys(fn, {"keys": record["function"]})
-                    call: dict[str, Any] = {"id": b.id}
-                    if not record.get("no_type"):
-                        call["type"] = "function"
-                    call["function"] = fn
-                    calls.append(merge_keys(call, record))
-                if calls or unit.get("empty_tool_calls"):
-                    d["tool_calls"] = calls
-                elif unit.get("null_tool_calls"):
-                    d["tool_calls"] = None
+    at = 0
+    for unit, blocks in units_for(m, KEY, _default, _fits):
+        d: dict[str, Any]
+        if unit["t"] == "tool":
+            result = blocks[0]
+            assert type(result) is ToolResultBlock
+            if isinstance(result.content, str):
+                content: Any = result.content
             else:
-                d = {"role": "user"}
-                if m.name is not None:
-                    d["name"] = m.name
+                _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
+                content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
+                for k, part in enumerate(content):
+                    merge_keys(part, part_record(unit, k))
+            d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
+        elif m.role == "system":
+            d = {"role": "developer" if unit.get("role") == "developer" else "system"}
+            if m.name is not None:
+                d["name"] = m.name
+            d["content"] = _render_content(blocks, unit)
+        elif m.role == "assistant":
+            _check_images(blocks, path, at, "an assistant message")
+            d = {"role": "assistant"}
+            if m.name is not None:
+                d["name"] = m.name
+            texts = [b for b in blocks if type(b) is TextBlock]
+            if unit.get("form") != "absent" or texts:
                 d["content"] = _render_content(blocks, unit)
-            if m.name is None and unit.get("null_name") and unit["t"] != "tool":
-                d["name"] = None
-            out.append(merge_keys(d, unit))
-            at += len(blocks)
+            calls = []
+            for k, b in enumerate(blocks):
+                if type(b) is not ToolUseBlock:
+                    continue
+                record = part_record(unit, k)
+                raw = record.get("arguments")
+                args = dumps_arguments(b.input)
+                if isinstance(raw, str) and raw != args:
+                    try:
+                        if loads_arguments(raw, "") == b.input:
+                            args = raw
+                    except InvalidMessage:
+                        pass
+                fn: dict[str, Any] = {"name": b.name, "arguments": args}
+                if isinstance(record.get("function"), dict):
+                    merge_keys(fn, {"keys": record["function"]})
+                call: dict[str, Any] = {"id": b.id}
+                if not record.get("no_type"):
+                    call["type"] = "function"
+                call["function"] = fn
+                calls.append(merge_keys(call, record))
+            if calls or unit.get("empty_tool_calls"):
+                d["tool_calls"] = calls
+            elif unit.get("null_tool_calls"):
+                d["tool_calls"] = None
+        else:
+            d = {"role": "user"}
+            if m.name is not None:
+                d["name"] = m.name
+            d["content"] = _render_content(blocks, unit)
+        if m.name is None and unit.get("null_name") and unit["t"] != "tool":
+            d["name"] = None
+        out.append(merge_keys(d, unit))
+        at += len(blocks)
     return out
