@@ -197,7 +197,12 @@ def dumps_arguments(value: dict[str, Any]) -> str:
     raw = raw_arguments(value)
     if raw is not None:
         return raw
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return COMPACT_JSON.encode(value)
+
+
+#: The canonical tool-arguments text: compact, non-ASCII kept (made once: ``json.dumps`` with
+#: options builds a new encoder on every call).
+COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:

@@ -27,6 +27,7 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,6 +43,8 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    COMPACT_JSON,
+    RAW_ARGUMENTS,
     Unit,
     build,
     data_url,
@@ -174,6 +177,69 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
+_PLAIN_ROLES = frozenset({"system", "user"})
+
+
+def _fast(msg: Any) -> Message | ToolResultBlock | None:
+    """The common shapes converted without the general reader, or None: a ``system``/``user``
+    message whose content is a string, an ``assistant`` one with string or null content and
+    plain function calls whose ``arguments`` are the compact JSON of a dict, a ``tool``
+    message with string content (its result block, for the run it joins). These need no
+    record, so the result is exactly what the general reader makes; anything else (extra
+    keys, a ``name``, parts, odd arguments, bad values) goes to the general reader, which
+    records what it must or names what is wrong."""
+    if type(msg) is not dict:
+        return None
+    role = msg.get("role")
+    if type(role) is not str:
+        return None
+    content = msg.get("content")
+    try:
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if len(msg) == 3 and type(content) is str and type(call_id) is str and call_id:
+                return ToolResultBlock(call_id, content)
+            return None
+        if role in _PLAIN_ROLES:
+            if len(msg) == 2 and type(content) is str:
+                return Message(role, (TextBlock(content),))  # type: ignore[arg-type]
+            return None
+        if role != "assistant" or "content" not in msg or "name" in msg:
+            return None
+        if type(content) is str:
+            blocks: list[Block] = [TextBlock(content)]
+        elif content is None:
+            blocks = []
+        else:
+            return None
+        calls = msg.get("tool_calls")
+        if calls is None:
+            return Message("assistant", tuple(blocks)) if len(msg) == 2 else None
+        if len(msg) != 3 or type(calls) is not list or not calls:
+            return None
+        for call in calls:
+            if type(call) is not dict or len(call) != 3 or call.get("type") != "function":
+                return None
+            fn = call.get("function")
+            call_id = call.get("id")
+            if type(fn) is not dict or len(fn) != 2 or type(call_id) is not str or not call_id:
+                return None
+            name, text = fn.get("name"), fn.get("arguments")
+            if type(name) is not str or not name or type(text) is not str or not text:
+                return None
+            args = _loads(text)
+            if type(args) is not dict or _dumps(args) != text or RAW_ARGUMENTS in args:
+                return None
+            blocks.append(ToolUseBlock(call_id, name, args))
+        return Message("assistant", tuple(blocks))
+    except (InvalidMessage, ValueError, RecursionError):
+        return None  # the general reader names the problem
+
+
+_loads = json.JSONDecoder().decode
+_dumps = COMPACT_JSON.encode
+
+
 def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
     """Chat Completions ``messages`` (a list, or a request body with ``"messages"``) → messages.
 
@@ -201,6 +267,17 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             run_units.clear()
 
     for i, raw in enumerate(items):
+        fast = _fast(raw)
+        if type(fast) is ToolResultBlock:
+            if not run:
+                run_path = f"messages[{i}]"
+            run.append(fast)
+            run_units.append({"t": "tool", "n": 1})
+            continue
+        if fast is not None:
+            flush()
+            out.append(fast)  # type: ignore[arg-type]
+            continue
         path = f"messages[{i}]"
         msg = expect_dict(raw, path)
         role = expect_str(required(msg, "role", path), f"{path}.role")
