@@ -20,7 +20,7 @@ Invariants the backends rely on:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import msgspec
 
@@ -33,12 +33,14 @@ from ctxtrim.tokens import TokenCounter
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "MAX_SESSION_ID_BYTES",
+    "LogCache",
     "check_limit",
     "check_max_message_bytes",
     "check_messages",
     "check_session_id",
     "decode_payload",
     "encode_payload",
+    "load_cached",
     "payload_checksum",
     "preview",
     "token_counts",
@@ -163,3 +165,61 @@ def preview(history: Iterable[Message]) -> str:
     """What ``list_sessions`` shows: the first user text, cut to 80 characters. Consumes
     ``history`` lazily, so a backend can feed it decoded rows one at a time."""
     return _preview(history)
+
+
+class LogCache:
+    """The log a store last read, so that trimming a session every turn reads only the rows
+    appended since (O(new), not O(history)).
+
+    A backend reads ``(generation, since, messages, counts, mark)``: the rows from position
+    ``since`` (``None``: the whole history) of ``generation``, and ``mark``, where the next
+    read starts. Rows only ever get appended within a generation, and everything else
+    (clear, compaction, a removed turn) moves the generation, so a read that continues the
+    cached log from its own mark in its own generation extends it; any other read replaces
+    it. Two loads that raced leave the second's read not continuing the cache: it is read
+    again whole (rare, always correct).
+    """
+
+    __slots__ = ("_generation", "_log", "_mark")
+
+    def __init__(self) -> None:
+        self._generation: int | None = None
+        self._log: _core.MessageLog | None = None
+        self._mark: int | None = None
+
+    def start(self) -> tuple[int | None, int | None]:
+        """``(generation, mark)`` to read from: what the cached log holds."""
+        return (self._generation, self._mark) if self._log is not None else (None, None)
+
+    def load(
+        self,
+        generation: int,
+        since: int | None,
+        messages: Sequence[Message],
+        counts: Sequence[int],
+        mark: int,
+    ) -> _core.MessageLog | None:
+        """The log after that read, or ``None`` if the read does not continue the cache."""
+        log = self._log
+        if since is None:
+            log = _core.MessageLog()
+        elif log is None or since != self._mark or generation != self._generation:
+            return None
+        log.extend(messages, tokens=list(counts))
+        self._log, self._generation, self._mark = log, generation, mark
+        return log.snapshot()
+
+
+LogRead = tuple[int, int | None, list[Message], list[int], int]
+
+
+async def load_cached(
+    cache: LogCache, read: Callable[[int | None, int | None], Awaitable[LogRead]]
+) -> _core.MessageLog:
+    """The session's log through ``cache``: ``read(generation, mark)`` reads what follows
+    ``mark`` if the session is still in ``generation`` (else the whole history)."""
+    log = cache.load(*await read(*cache.start()))
+    if log is None:
+        log = cache.load(*await read(None, None))
+    assert log is not None  # a whole read always replaces the cache
+    return log

@@ -53,12 +53,15 @@ from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    LogCache,
+    LogRead,
     check_limit,
     check_max_message_bytes,
     check_messages,
     check_session_id,
     decode_payload,
     encode_payload,
+    load_cached,
     payload_checksum,
     preview,
     token_counts,
@@ -215,6 +218,7 @@ class PostgresContextStore(ContextStore):
     _counter: TokenCounter | None
     _max_bytes: int
     _closed: bool
+    _log_cache: LogCache
     _schema: str
     _idempotent: bool
     _key: bytes
@@ -311,6 +315,7 @@ class PostgresContextStore(ContextStore):
         self._counter = counter
         self._max_bytes = max_bytes
         self._closed = False
+        self._log_cache = LogCache()
         return self
 
     def _sql(self, text: str) -> sql.Composed:
@@ -575,9 +580,36 @@ class PostgresContextStore(ContextStore):
         return int(row[0]) if row else 0
 
     async def load_log(self) -> _core.MessageLog:
-        """The history with the token counts stored beside each message (no recount)."""
-        _, messages, counts = await self._read_all()
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        """The history with the token counts stored beside each message (no recount). The
+        store keeps the log it last read and reads only the rows appended since."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        # One statement (one MVCC snapshot): the session's generation and seq range, and its
+        # rows from `mark` on. Seqs only grow within a generation, so if the generation is
+        # the cached one, the rows at and after `mark` are exactly what was appended since.
+        since = mark if (generation is not None and mark is not None) else None
+        async with self._conn() as conn:
+            # Seqs may be negative (a compaction writes its prefix below the kept rows), so a
+            # whole read has no lower bound.
+            lower = "" if since is None else " AND m.seq >= %(since)s"
+            cur = await conn.execute(
+                self._sql(
+                    "SELECT s.generation, s.next_seq, m.seq, m.tokens, m.checksum, m.payload"
+                    " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
+                    f" ON m.session_id = s.session_id{lower}"
+                    " WHERE s.session_id = %(key)s ORDER BY m.seq"
+                ),
+                {"since": since, "key": self._key},
+            )
+            rows = await cur.fetchall()
+        if not rows:
+            return 0, None, [], [], 0
+        current, nxt = int(rows[0][0]), int(rows[0][1])
+        if since is not None and current != generation:
+            return await self._read_since(None, None)
+        messages, counts = self._decode([r[2:] for r in rows if r[2] is not None])
+        return current, since, messages, counts, nxt
 
     async def get_context_tokens(self) -> tuple[int, int]:
         async with self._conn() as conn:

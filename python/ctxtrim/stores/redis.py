@@ -40,12 +40,15 @@ from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    LogCache,
+    LogRead,
     check_limit,
     check_max_message_bytes,
     check_messages,
     check_session_id,
     decode_payload,
     encode_payload,
+    load_cached,
     payload_checksum,
     preview,
     token_counts,
@@ -271,6 +274,7 @@ class RedisContextStore(ContextStore):
     _registered: bool
     _closed: bool
     _idempotent: bool
+    _log_cache: LogCache
 
     def __init__(self) -> None:
         raise TypeError("use `await RedisContextStore.open(url, session_id, prefix=...)`")
@@ -351,6 +355,7 @@ class RedisContextStore(ContextStore):
         self._registered = False
         self._closed = False
         self._idempotent = False
+        self._log_cache = LogCache()
         return self
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -486,10 +491,26 @@ class RedisContextStore(ContextStore):
         return int(await _call(self._r.hget(self._keys[0], "gen")) or 0)
 
     async def load_log(self) -> _core.MessageLog:
-        """The history with the token counts stored beside each message (no recount)."""
-        _, raw = await self._read_all()
-        messages, counts = self._decode(raw)
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        """The history with the token counts stored beside each message (no recount). The
+        store keeps the log it last read and reads only the entries appended since."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        # One transaction: the generation, the length and the entries from `mark` on. If the
+        # session moved to another generation (or shrank) they are not a continuation, and
+        # the whole list is what was asked for next.
+        since = mark if (generation is not None and mark is not None) else None
+        start = since or 0
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.hget(self._keys[0], "gen")
+            pipe.llen(self._keys[1])
+            pipe.lrange(self._keys[1], start, -1)
+            gen, length, raw = await _call(pipe.execute())
+        current = int(gen or 0)
+        if since is not None and (current != generation or length < since):
+            return await self._read_since(None, None)
+        messages, counts = self._decode(raw, start)
+        return current, since, messages, counts, start + len(raw)
 
     async def get_context_tokens(self) -> tuple[int, int]:
         got = await _call(self._r.hmget(self._keys[0], ["in", "out"]))

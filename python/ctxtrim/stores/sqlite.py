@@ -51,12 +51,15 @@ from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    LogCache,
+    LogRead,
     check_limit,
     check_max_message_bytes,
     check_messages,
     check_session_id,
     decode_payload,
     encode_payload,
+    load_cached,
     preview,
     token_counts,
 )
@@ -323,6 +326,7 @@ class SQLiteContextStore(ContextStore):
         self._max_bytes = max_message_bytes
         self._idempotent = idempotent_ids
         self._closed = False
+        self._log_cache = LogCache()
 
     @classmethod
     async def open(
@@ -651,9 +655,30 @@ class SQLiteContextStore(ContextStore):
 
     async def load_log(self) -> _core.MessageLog:
         """The history as a read-only MessageLog, with the token counts stored at append
-        (nothing is recounted)."""
-        _, messages, counts = await self._load(None)
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        (nothing is recounted). The store keeps the log it last read and reads only the rows
+        appended since (see :class:`~ctxtrim.stores._common.LogCache`)."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        sid, session_id = self._sid, self.session_id
+
+        def body(conn: sqlite3.Connection) -> LogRead:
+            current, nxt = _head(conn, sid)
+            since = mark if (generation == current and mark is not None and mark <= nxt) else None
+            start = since or 0
+            rows = _rows(conn, sid, current, start)
+            if len(rows) != nxt - start:  # seq is unique and < next_seq: count = contiguity
+                raise StoreError(
+                    f"session {session_id!r}: rows {start}..{nxt} of generation {current}"
+                    f" are not contiguous ({len(rows)} found)"
+                )
+            messages = [
+                decode_payload(p, session_id=session_id, seq=seq, checksum=crc)
+                for seq, _, crc, p in rows
+            ]
+            return current, since, messages, [r[1] for r in rows], nxt
+
+        return await self._run(_read, body)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session in this file, oldest first."""
