@@ -14,6 +14,8 @@ install: ## install the package and its dev extra (editable, debug build)
 	$(PYTHON) -m pip install -e '.[dev]'
 
 wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014) + sdist in dist/; needs maturin, ziglang, auditwheel
+	@for m in maturin ziglang auditwheel; do $(PYTHON) -c "import $$m" 2>/dev/null \
+	    || { echo "make wheel: $(PYTHON) has no $$m: pip install maturin ziglang auditwheel (the build extra)" >&2; exit 1; }; done
 	@set -e; pys=""; for v in $(WHEEL_VERSIONS); do \
 	    py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python 2>/dev/null | sort -V | tail -1); \
 	    [ -n "$$py" ] || py=$$(command -v python$$v || true); \
