@@ -12,13 +12,9 @@ message is duplicated, and every payload passes its CRC and decodes.
 from __future__ import annotations
 
 import asyncio
-import glob
-import os
 import random
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,9 +27,10 @@ import pytest
 from ctxtrim import ContextStore, Message
 from ctxtrim.errors import StoreError
 
-REDIS_SERVER = shutil.which("redis-server")
-PG_BINS = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), reverse=True)
-AS_ROOT = os.geteuid() == 0
+from servers import Server, find_postgres, find_redis, postgres_server, redis_server
+
+REDIS_SERVER, NO_REDIS = find_redis()
+PG_BINDIR, NO_POSTGRES = find_postgres()
 
 WRITER = r"""
 import asyncio, random, sys
@@ -60,67 +57,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{what} did not come up in {seconds}s")
-
-
-def answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
-class Server:
-    """A server process in its own process group (killed whole by SIGKILL)."""
-
-    def __init__(
-        self,
-        argv: list[str],
-        port: int,
-        user: str | None = None,
-        ready: Callable[[], bool] | None = None,
-    ) -> None:
-        self.argv, self.port, self.user = argv, port, user
-        self.ready = ready or (lambda: answers(port))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            user=self.user,
-        )
-        wait_for(self.ready, self.argv[0])
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the server and every child of it
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
-        wait_for(lambda: not answers(self.port), "shutdown", 10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill9()
 
 
 @pytest.fixture
@@ -210,22 +146,14 @@ def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) ->
     asyncio.run(go())
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.skipif(REDIS_SERVER is None, reason=NO_REDIS)
 def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    port = free_port()
     assert REDIS_SERVER is not None
-    server = Server(
-        [
-            REDIS_SERVER,
-            *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir)),
-            *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
-        ],
-        port,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
+    server = redis_server(workdir, REDIS_SERVER)  # AOF on, appendfsync always
+    url = server.url
     server.start()
     try:
         open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill")  # noqa: E731
@@ -247,47 +175,15 @@ def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> 
         server.stop()
 
 
-@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+@pytest.mark.skipif(PG_BINDIR is None, reason=NO_POSTGRES)
 def test_kill9_of_postgres_loses_no_acknowledged_append(workdir: Path) -> None:
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    bindir = Path(PG_BINS[0]).parent
-    user = "postgres" if AS_ROOT else None
-    data = workdir / "data"
-    data.mkdir()
-    if AS_ROOT:
-        shutil.chown(workdir, "postgres")
-        shutil.chown(data, "postgres")
-    subprocess.run(
-        [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        user=user,
-    )
-    port = free_port()
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-
-    def accepts_queries() -> bool:  # past crash recovery, not only listening
-        import psycopg
-
-        try:
-            psycopg.connect(dsn, connect_timeout=1).close()
-            return True
-        except psycopg.OperationalError:
-            return False
-
-    server = Server(
-        [
-            str(bindir / "postgres"),
-            *("-D", str(data), "-p", str(port), "-k", str(workdir)),
-            *("-c", "listen_addresses=127.0.0.1", "-c", "fsync=on"),
-        ],
-        port,
-        user=user,
-        ready=accepts_queries,
-    )
+    assert PG_BINDIR is not None
+    server = postgres_server(workdir, PG_BINDIR)  # ready = accepts queries, past recovery
+    dsn = server.url
     server.start()
     try:
         open_store = lambda: PostgresContextStore.open(dsn, "victim")  # noqa: E731
