@@ -344,7 +344,7 @@ class PostgresContextStore(ContextStore):
                 dsn,
                 min_size=1,
                 max_size=max_connections,
-                kwargs={"autocommit": True},
+                kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
                 configure=configure,
                 timeout=connect_timeout,
                 open=False,
