@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
 
 from ctxtrim import ContextStore, Message
 from ctxtrim.errors import OutcomeUnknownError, StoreError
+
+from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
 
 WRITER = r"""
 import asyncio, random, sys

@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
-from test_server_kill import check_history, start_writer
 
 from ctxtrim import ContextStore, Message, OutcomeUnknownError, StaleGenerationError, StoreError
 
 from store_backends import PERSISTENT_BACKENDS, Backend, opened
+from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
+from test_server_kill import check_history, start_writer
 
 TIMEOUT = 1.5  # the store's bound in these tests
 MARGIN = 1.0  # what a loaded 2-core machine may add to it
