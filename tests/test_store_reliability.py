@@ -154,6 +154,24 @@ async def test_stale_replace_prefix_is_refused_across_connections(backend: Backe
 # T13: session ids that collide in naive key schemes
 
 
+async def test_list_sessions_is_per_namespace(
+    backend: Backend, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The documented way to keep tenants apart: one namespace (prefix, schema, file) each."""
+    factory = request.node.callspec.params["backend"]
+    other = factory(tmp_path)
+    try:
+        async with opened(backend, "tenant-a chat") as a, opened(other, "tenant-b chat") as b:
+            await a.append(Message.user("secret of tenant a"))
+            await b.append(Message.user("secret of tenant b"))
+            assert [(i.session_id, i.preview) for i in await a.list_sessions()] == [
+                ("tenant-a chat", "secret of tenant a")
+            ]
+            assert [i.session_id for i in await b.list_sessions()] == ["tenant-b chat"]
+    finally:
+        await other.cleanup()
+
+
 TRICKY_IDS = ["a", "a:messages", "a:meta", "*", "a}", "{a}", "a\x00", "a\x00b", "é", "k" * 1024]
 
 
