@@ -67,6 +67,7 @@ from ctxtrim.tokens import TokenCounter
 try:
     import redis.asyncio as aioredis
     import redis.exceptions as redis_errors
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 except ImportError as e:  # pragma: no cover - exercised only without the extra
@@ -301,7 +302,7 @@ class RedisContextStore(ContextStore):
     @classmethod
     async def open(
         cls,
-        url: str,
+        url: str | Sequence[str],
         session_id: str | None = None,
         *,
         prefix: str,
@@ -323,6 +324,10 @@ class RedisContextStore(ContextStore):
         The store's own client never retries a command (a resent script could apply twice);
         a ``client=`` you pass keeps its own timeouts and retry policy.
 
+        Redis Cluster: pass the URL of any node (the store sees ``cluster_enabled:1`` and
+        switches to a cluster client) or a list of node URLs (used as startup nodes). Every
+        script touches one session's keys, which share a hash slot.
+
         ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
         message whose id is already stored with the same content stores nothing (a retry
         after a lost acknowledgement); with different content the batch is refused."""
@@ -333,17 +338,30 @@ class RedisContextStore(ContextStore):
             raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
         check_max_message_bytes(max_message_bytes)
         timeout = check_timeout(timeout)
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls or not all(isinstance(u, str) for u in urls):
+            raise ValueError(f"url must be a URL or a non-empty list of URLs, got {url!r}")
         owned = client is None
+        options: dict[str, Any] = {
+            "socket_connect_timeout": min(connect_timeout, timeout),
+            "socket_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0),
+            "decode_responses": False,
+        }
         if client is None:
-            client = aioredis.Redis.from_url(
-                url,
-                socket_connect_timeout=min(connect_timeout, timeout),
-                socket_timeout=timeout,
-                retry=Retry(NoBackoff(), 0),
-                decode_responses=False,
+            client = (
+                aioredis.Redis.from_url(urls[0], **options)
+                if len(urls) == 1
+                else _cluster_client(urls, options)
             )
         try:
-            info = await _call(client.info("server"))
+            info = await _call(client.info())
+            if "redis_version" not in info and info:  # a cluster client: one dict per node
+                info = next(iter(info.values()))
+            if owned and int(info.get("cluster_enabled", 0)) and len(urls) == 1:
+                await client.aclose()
+                client = _cluster_client(urls, options)
+                await _call(client.initialize())
         except BaseException:
             if owned:
                 await client.aclose()
@@ -650,6 +668,23 @@ class RedisContextStore(ContextStore):
 
     def __repr__(self) -> str:
         return f"RedisContextStore(prefix={self._prefix!r}, session_id={self.session_id!r})"
+
+
+def _cluster_client(urls: Sequence[str], options: dict[str, Any]) -> Any:
+    """A cluster client on ``urls`` (startup nodes; the rest of the cluster is discovered).
+    Only host, port and the URL's credentials are taken from the URLs."""
+    from urllib.parse import urlsplit
+
+    parts = [urlsplit(u) for u in urls]
+    nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379) for p in parts]
+    first = parts[0]
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=first.username,
+        password=first.password,
+        ssl=first.scheme == "rediss",
+        **options,
+    )
 
 
 def _now_ms() -> int:
