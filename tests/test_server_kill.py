@@ -25,25 +25,23 @@ from pathlib import Path
 import pytest
 
 from ctxtrim import ContextStore, Message
-from ctxtrim.errors import StoreError
+from ctxtrim.errors import OutcomeUnknownError, StoreError
 
-from servers import Server, find_postgres, find_redis, postgres_server, redis_server
-
-REDIS_SERVER, NO_REDIS = find_redis()
-PG_BINDIR, NO_POSTGRES = find_postgres()
+from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
 
 WRITER = r"""
 import asyncio, random, sys
 from ctxtrim import Message
 kind, url, sid, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+namespace = sys.argv[5]  # the Redis prefix or the PostgreSQL schema
 
 async def main():
     if kind == "redis":
         from ctxtrim.stores.redis import RedisContextStore
-        store = await RedisContextStore.open(url, sid, prefix="kill", connect_timeout=2)
+        store = await RedisContextStore.open(url, sid, prefix=namespace, connect_timeout=2)
     else:
         from ctxtrim.stores.postgres import PostgresContextStore
-        store = await PostgresContextStore.open(url, sid, connect_timeout=2)
+        store = await PostgresContextStore.open(url, sid, schema=namespace, connect_timeout=2)
     print("ready", flush=True)
     i = start
     while True:
@@ -68,9 +66,9 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def start_writer(kind: str, url: str, start: int) -> subprocess.Popen[str]:
+def start_writer(kind: str, url: str, start: int, namespace: str = "kill") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, kind, url, "victim", str(start)],
+        [sys.executable, "-c", WRITER, kind, url, "victim", str(start), namespace],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -78,11 +76,13 @@ def start_writer(kind: str, url: str, start: int) -> subprocess.Popen[str]:
 
 
 def run_rounds(
-    server: Server, kind: str, url: str, rounds: int, check: Callable[[set[str]], None]
-) -> None:
-    """``rounds`` times (writer appends, server SIGKILLed at a random moment, restart, check)."""
+    server: Server, kind: str, url: str, rounds: int, check: Callable[[set[str]], dict[str, int]]
+) -> dict[str, int]:
+    """``rounds`` times (writer appends, server SIGKILLed at a random moment, restart,
+    check); returns the last check's counts."""
     rng = random.Random(1234)
     acked: set[str] = set()
+    counts: dict[str, int] = {}
     for r in range(rounds):
         writer = start_writer(kind, url, start=r * 100_000)
         assert writer.stdout is not None
@@ -98,30 +98,38 @@ def run_rounds(
         assert new, "the writer acknowledged nothing before the kill; widen the window"
         acked |= new
         server.start()
-        check(acked)
+        counts = check(acked)
+    return counts
 
 
 def check_typed_error_when_the_server_dies(
     server: Server, store_factory: Callable[[], ContextStore], driver_error: type[BaseException]
 ) -> None:
-    """A store whose server is SIGKILLed under it raises ``StoreError`` (the driver's
-    error as the cause) on its next call, instead of a driver exception or a hang."""
+    """A store whose server is SIGKILLed under it raises a typed error (the driver's error
+    as the cause) on its next calls, instead of a driver exception or a hang: a read
+    ``StoreError``; a write ``StoreError`` when it is known not to have been sent, else
+    ``OutcomeUnknownError`` (the client cannot tell whether the dying server ran it)."""
 
     async def go() -> None:
         store = await store_factory()  # type: ignore[misc]
         await store.get_history()
         server.kill9()
-        with pytest.raises(StoreError) as err:
+        with pytest.raises((StoreError, OutcomeUnknownError)) as err:
             await store.append(Message.user("after the crash"))
         assert isinstance(err.value.__cause__, driver_error)
+        with pytest.raises(StoreError) as read_err:
+            await store.get_history()
+        assert isinstance(read_err.value.__cause__, driver_error)
         await store.close()
 
     asyncio.run(go())
     server.start()
 
 
-def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> None:
-    async def go() -> None:
+def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> dict[str, int]:
+    """Check the stored history against the acknowledged batches; return the counts."""
+
+    async def go() -> dict[str, int]:
         store = await store_factory()  # type: ignore[misc]
         try:
             history = await store.get_history()  # every payload's CRC is checked here
@@ -142,28 +150,35 @@ def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) ->
             assert parts == [(k, n) for k in range(n)], f"batch {tag} is torn: {parts}"
         assert order == sorted(order, key=lambda t: int(t[1:])), "batches out of order"
         assert acked <= set(batches), f"acknowledged but lost: {sorted(acked - set(batches))}"
+        return {
+            "acknowledged": len(acked),
+            "lost": len(acked - set(batches)),
+            "duplicated": len(ids) - len(set(ids)),
+            "unknown": len(set(batches) - acked),  # stored, but the reply never arrived
+        }
 
-    asyncio.run(go())
+    return asyncio.run(go())
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason=NO_REDIS)
-def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> None:
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    assert REDIS_SERVER is not None
-    server = redis_server(workdir, REDIS_SERVER)  # AOF on, appendfsync always
-    url = server.url
-    server.start()
+    server, url = redis_server(workdir)
+    server.start()  # start() returns once the AOF is loaded (no LOADING replies after it)
     try:
-        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill")  # noqa: E731
-        run_rounds(
+        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill", timeout=3)  # noqa: E731
+        counts = run_rounds(
             server,
             "redis",
             url,
             rounds=5,
             check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
         )
+        report(request, "server kill -9 x5 (batches)", "redis", **counts)
         import redis.exceptions
 
         check_typed_error_when_the_server_dies(
@@ -175,25 +190,26 @@ def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> 
         server.stop()
 
 
-@pytest.mark.skipif(PG_BINDIR is None, reason=NO_POSTGRES)
-def test_kill9_of_postgres_loses_no_acknowledged_append(workdir: Path) -> None:
+@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+def test_kill9_of_postgres_loses_no_acknowledged_append(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    assert PG_BINDIR is not None
-    server = postgres_server(workdir, PG_BINDIR)  # ready = accepts queries, past recovery
-    dsn = server.url
+    server, dsn = postgres_server(workdir)
     server.start()
     try:
-        open_store = lambda: PostgresContextStore.open(dsn, "victim")  # noqa: E731
-        run_rounds(
+        open_store = lambda: PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)  # noqa: E731
+        counts = run_rounds(
             server,
             "postgres",
             dsn,
             rounds=3,
             check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
         )
+        report(request, "server kill -9 x3 (batches)", "postgres", **counts)
         import psycopg
 
         check_typed_error_when_the_server_dies(

@@ -25,31 +25,65 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 import msgspec
 
 from ctxtrim import _core
-from ctxtrim.errors import CorruptRecordError, InvalidMessage, InvalidSessionId, MessageTooLarge
+from ctxtrim.errors import (
+    CorruptRecordError,
+    InvalidArgument,
+    InvalidMessage,
+    InvalidSessionId,
+    MessageTooLarge,
+)
 from ctxtrim.messages import Message
-from ctxtrim.store import _preview
+from ctxtrim.store import (
+    _INT64_MAX,
+    _INT64_MIN,
+    _check_batch,
+    _check_int64,
+    _check_limit,
+    _check_upto,
+    _preview,
+    _tokens_overflow,
+    _upto_past_end,
+)
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "INT64_MAX",
+    "INT64_MIN",
     "MAX_SESSION_ID_BYTES",
     "LogCache",
+    "check_batch",
+    "check_int64",
     "check_limit",
     "check_max_message_bytes",
     "check_messages",
+    "check_replace_args",
     "check_session_id",
+    "check_timeout",
+    "check_tokens",
     "decode_payload",
     "encode_payload",
     "load_cached",
     "payload_checksum",
     "preview",
     "token_counts",
+    "tokens_overflow",
+    "upto_past_end",
 ]
 
 #: Default cap on one message's encoded size (JSON bytes): 16 MiB.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: Cap on a session id's UTF-8 length.
 MAX_SESSION_ID_BYTES = 4096
+#: Default bound (seconds) on one call to a server store, waits for a connection included.
+DEFAULT_TIMEOUT = 10.0
+
+INT64_MIN, INT64_MAX = _INT64_MIN, _INT64_MAX
+check_int64 = _check_int64
+check_batch = _check_batch
+tokens_overflow = _tokens_overflow
+upto_past_end = _upto_past_end
 
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(Message).decode
@@ -83,13 +117,30 @@ def check_max_message_bytes(value: object) -> int:
 
 def check_limit(limit: object) -> int | None:
     """Validate ``get_history``'s ``limit`` (None or an int >= 0)."""
-    if limit is None:
-        return None
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    return limit
+    return _check_limit(limit)
+
+
+def check_timeout(timeout: object) -> float:
+    """Validate a store's ``timeout`` option (seconds, a finite number > 0)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < float("inf")
+    ):
+        raise InvalidArgument(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    return float(timeout)
+
+
+def check_tokens(input_tokens: object, output_tokens: object) -> tuple[int, int]:
+    """Both token counts as signed 64-bit ints, or :class:`InvalidArgument` (before I/O)."""
+    return _check_int64("input_tokens", input_tokens), _check_int64("output_tokens", output_tokens)
+
+
+def check_replace_args(upto: object, expected_generation: object, messages: object) -> None:
+    """``replace_prefix``'s argument checks, in the order every store makes them."""
+    _check_upto(upto)
+    _check_int64("expected_generation", expected_generation)
+    _check_batch(messages)
 
 
 def encode_payload(message: object, max_bytes: int, path: str = "message") -> bytes:
@@ -97,7 +148,7 @@ def encode_payload(message: object, max_bytes: int, path: str = "message") -> by
     non-``Message`` (exact type; subclasses would not decode back as themselves) or a message
     that no longer encodes, and :class:`MessageTooLarge` over ``max_bytes``."""
     if type(message) is not Message:
-        raise InvalidMessage(f"expected ctxtrim.Message, got {type(message).__name__}", path)
+        raise InvalidMessage(f"expected a ctxtrim.Message, got {type(message).__name__}", path)
     try:
         data = _ENCODE(message)
     except Exception as e:  # mutated dict holding a set, a lone surrogate, ...
@@ -124,8 +175,7 @@ def encode_payload(message: object, max_bytes: int, path: str = "message") -> by
 
 def check_messages(messages: Iterable[object], max_bytes: int) -> list[bytes]:
     """Encode every message of a batch, or raise naming ``messages[i]`` (nothing stored)."""
-    if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
-        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+    _check_batch(messages)
     return [encode_payload(m, max_bytes, f"messages[{i}]") for i, m in enumerate(messages)]
 
 
