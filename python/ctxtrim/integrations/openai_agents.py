@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
-from ctxtrim._core import MessageLog
 from ctxtrim.errors import InvalidMessage, StaleGenerationError
 from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
-from ctxtrim.integrations._common import missing_extra, select
+from ctxtrim.integrations._common import Skeletons, budget_window, missing_extra, take
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.strategies import FitContextWindow
@@ -179,16 +178,51 @@ def trim_input(
     strategy = FitContextWindow(
         max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
     )
+    # One message per item object, made when a call first reads it (the head and the tail
+    # of the history only): a call costs O(window), not O(history). The runner hands over
+    # the same item objects call after call when the session keeps them (CtxtrimSession
+    # does); fresh objects are converted as they are read.
+    skeletons: Skeletons[Any] = Skeletons(lambda item, _i: item_to_message(item))
 
     def callback(history: list[Any], new_items: list[Any]) -> list[Any]:
-        combined: Sequence[Any] = [*history, *new_items]
-        messages = [item_to_message(it) for it in combined]
-        picked = select(strategy, _log(messages, counter))
-        return [combined[p] for p in picked if isinstance(p, int)]
+        combined = _Joined(history, new_items)
+        if not len(combined):
+            return []
+        ranges, unchanged, _ = budget_window(
+            combined,
+            skeletons,
+            strategy.budget,
+            pin_task=pin_task,
+            start_with_user=strategy.start_with_user,
+            counter=counter,
+        )
+        return [*history, *new_items] if unchanged else take(combined, ranges)
 
     return callback
 
 
-def _log(messages: list[Message], counter: TokenCounter | None) -> MessageLog:
-    tokens = None if counter is None else [counter.count_message(m) for m in messages]
-    return MessageLog(messages, tokens=tokens)
+class _Joined(Sequence[Any]):
+    """``history + new_items`` without copying the history (slices only copy the slice)."""
+
+    def __init__(self, first: list[Any], second: list[Any]) -> None:
+        self._a = first
+        self._b = second
+
+    def __len__(self) -> int:
+        return len(self._a) + len(self._b)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        a, b = self._a, self._b
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("only contiguous slices")
+            k = len(a)
+            return a[start : min(stop, k)] + b[max(start - k, 0) : max(stop - k, 0)]
+        if i < 0:
+            i += len(self)
+        return a[i] if i < len(a) else b[i - len(a)]
