@@ -178,6 +178,9 @@ def budget_window(
             start_with_user=start_with_user,
             counter=counter,
         )
+        if not ranges:  # nothing kept at all: let the whole list decide
+            r = n
+            continue
         s = ranges[-1][0]
         pinned = ranges[:-1]
         if (
