@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from ctxtrim import _core
 from ctxtrim._core import MessageLog
-from ctxtrim.messages import Message
+from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 
 T = TypeVar("T")
 
@@ -122,6 +122,24 @@ class Skeletons(Generic[T]):
             self.counts.forget({id(sk): (sk, o) for o, sk in self._cache.values()})
 
 
+def closed_from(skeletons: Sequence[Message], start: int) -> list[bool]:
+    """``out[c - start]``: whether every tool result in ``skeletons[c:]`` answers a call in
+    ``skeletons[c:]``, for ``c`` in ``[start, len]``. On a list read from the end of a
+    history, this is the history's own pair-safety at ``c`` (a result whose call lies
+    before the part read, or nowhere, makes every cut up to it unsafe)."""
+    n = len(skeletons)
+    out = [True] * (n - start + 1)
+    pending: set[str] = set()
+    for c in range(n - 1, start - 1, -1):
+        for b in skeletons[c].content:
+            if type(b) is ToolResultBlock:
+                pending.add(b.tool_use_id)
+            elif type(b) is ToolUseBlock:
+                pending.discard(b.id)
+        out[c - start] = not pending
+    return out
+
+
 def _tokens(skeletons: Sequence[Message], counter: Any) -> int:
     return sum(_core.message_tokens(m, counter=counter) for m in skeletons)
 
@@ -187,6 +205,7 @@ def budget_window(
             not unchanged
             and s > h
             and all(b < h for _, b in pinned)
+            and closed_from(sk, s)[0]  # no result kept whose call is in the part not read
             and (
                 over
                 or _tokens(sk[s - 1 :], counter) + sum(_tokens(sk[a:b], counter) for a, b in pinned)
