@@ -478,16 +478,13 @@ def _pinned_task(
 # The fast path: strategy="last" with a counter that is a sum over messages.
 
 
-class _NotAMessage(Exception):
-    """An input item that is not a ``BaseMessage`` (the general path converts it)."""
-
-
 def _fast_skeleton(message: Any, i: int) -> Message:
     """A skeleton of its own per message (the counts are bound to it). System messages get
     a plain user skeleton: the core would pin them, langchain pins only with
     ``include_system``, which this path handles itself."""
     if not isinstance(message, BaseMessage):
-        raise _NotAMessage
+        # Caught by _fast_last: the general path converts it (or raises langchain's error).
+        raise TypeError("not a BaseMessage")
     sk = to_skeleton(message, i)
     if sk is _USER or sk is _SYSTEM:
         return Message.user("")
@@ -561,7 +558,7 @@ def _fast_last(
             if budget < 0:
                 return None
         ranges, unchanged, over = budget_window(msgs, skeletons, budget, pin_task=False)
-    except _NotAMessage:
+    except TypeError:
         return None
     if unchanged:
         return list(msgs)
