@@ -628,3 +628,18 @@ def test_calls_on_an_edited_list_match_a_fresh_list(
         assert out == strategy(list(items))
         assert out == strategy.apply(MessageLog(items))
         assert (out is items) == strategy.describe(items).unchanged
+
+
+def test_cache_stable_around_head_and_tail_is_idempotent() -> None:
+    # Found by the property test: without a pinned task, the window opened at the placeholder
+    # HeadAndTail had inserted, so a second call trimmed what the first had kept.
+    history = [
+        Message.user("Fix the failing test in parser.py."),
+        Message.tool_results(("orphan_0", "?")),
+        Message.assistant(tool_uses=[("toolu_0000", "read_file", {})]),
+    ]
+    strategy = CacheStable(
+        HeadAndTail(1, 1, pin_task=False), high=1, low=0, pin_task=False, start_with_user=True
+    )
+    once = strategy(history)
+    assert strategy(once) == once

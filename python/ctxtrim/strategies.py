@@ -823,6 +823,18 @@ class CacheStable(ContextStrategy):
         cut, kept, _ = log.stable_cut(
             fixed, self.high, self.low, floor=head.floor, user_start=user_start
         )
+        if cut < inp.n and SKIPPED_META_KEY in (inp.log[cut].meta or {}):
+            # Never open the window at a HeadAndTail placeholder: the inner strategy put it
+            # there on an earlier call, and cutting to it would make the next call differ from
+            # this one (the window must stay what the inner strategy was given).
+            earlier = (
+                log.user_cut_at_or_before(cut - 1)
+                if user_start
+                else log.safe_cut_at_or_before(cut - 1)
+            )
+            if earlier is not None and earlier >= head.floor:
+                cut = earlier
+                kept = log.tokens(cut)
         window = _cut_outcome(inp, head, cut, over_budget=fixed + kept > self.high)
         window.budget = self.high
         current = inp if window.messages is inp._messages else _next_input(inp, window)
