@@ -3,7 +3,7 @@
 Use the ``ctxtrim`` package rather than this module directly.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Literal, final
 
 from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
@@ -20,6 +20,7 @@ __all__ = [
     "estimate_tokens",
     "frozen_json",
     "grapheme_floor",
+    "join_renderings",
     "message_ok",
     "message_tokens",
     "repair_plan",
@@ -59,6 +60,12 @@ def cut_window(
 ) -> tuple[list[tuple[int, int]], bool, bool]:
     """``(ranges, unchanged, over_budget)``: the ``[start, end)`` ranges a cut rule keeps.
     A list is read from its ends only, as far back as the decision needs."""
+
+def join_renderings(
+    messages: Sequence[Message], attr: str, render: Callable[[Message, int], bytes]
+) -> bytes:
+    """The JSON array of the renderings kept on ``messages`` under ``attr``, rendering the
+    ones that have none with ``render(message, index)``."""
 
 def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is

@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ctxtrim import MemoryContextStore, Message, MessageLog, estimate_tokens
+from ctxtrim.bench_paths import bench_paths, path_goals
 
 __all__ = [
     "BUDGET",
@@ -1525,7 +1526,7 @@ def _axio_child(cfg: dict[str, Any]) -> list[tuple[str, str, str, float | None, 
 
 
 def _goals(table: Table) -> list[Goal]:
-    goals: list[Goal] = []
+    goals: list[Goal] = path_goals(table)
 
     def ratio(workload: str, size: str, impl: str) -> float | None:
         row = table.find(workload, size, impl)
@@ -1676,8 +1677,11 @@ def run(
         + 1  # axio subprocess
         + 1  # token accuracy
     )
-    bar = _Progress(total, progress)
+    bar = _Progress(total + 1, progress)
     rows: list[Row] = []
+    # The user paths first: the README leads with them (log-only rows come after).
+    bench_paths(rows, smoke=smoke, repeat=max(3, plan.repeat // 2) if quick else plan.repeat)
+    bar.step("user paths")
     _bench_loops(plan, rows, bar)
     _bench_micro(plan, rows, bar)
     _bench_sqlite(plan, rows, bar)

@@ -12,6 +12,7 @@ mod errors;
 mod facts;
 mod log;
 mod message;
+mod render;
 mod text;
 mod tokens;
 mod turn;
@@ -31,6 +32,8 @@ mod core_module {
     use super::log::PyMessageLog;
     #[pymodule_export]
     use super::message::{frozen_json, message_ok, tool_result_ok, tool_use_ok};
+    #[pymodule_export]
+    use super::render::join_renderings;
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message
 
@@ -43,33 +44,26 @@ def rendered_json(
     attr: str,
     render: Callable[[Message, str], list[dict[str, Any]]],
     start: int = 0,
-) -> list[bytes]:
-    """Each message's provider objects as JSON (the comma-joined items of an array, ``b""``
-    for none), rendered once per message and kept on it under ``attr``.
+) -> bytes:
+    """The JSON array of the messages' provider objects, each message rendered once and its
+    rendering (the comma-joined JSON of its objects) kept on it under ``attr``.
 
     A message never changes (it is immutable all the way down), so its rendering never goes
     stale; ``msgspec.structs.replace`` and decoding make a new message, with no rendering.
-    A window's request is then its messages' bytes joined: O(window) reference work, and a
-    caller's dicts are decoded fresh from them, so nothing done to a returned dict reaches a
-    stored message or a later request. Error paths count from ``start``.
+    A window's request is then its messages' bytes joined (in the core, one pass): O(window)
+    reference work, and a caller's dicts are decoded fresh from it, so nothing done to a
+    returned dict reaches a stored message or a later request. Error paths count from
+    ``start``.
     """
-    out: list[bytes] = []
-    for i, m in enumerate(messages):
-        cached = getattr(m, attr, None)
-        if type(cached) is bytes:
-            out.append(cached)
-            continue
+
+    def render_one(m: object, i: int) -> bytes:
         if type(m) is not Message:
             raise InvalidMessage(f"expected a Message, got {tname(m)}", f"messages[{start + i}]")
-        cached = _ENCODE(render(m, f"messages[{start + i}]"))[1:-1]
-        m.__dict__[attr] = cached
-        out.append(cached)
-    return out
+        rendered = _ENCODE(render(m, f"messages[{start + i}]"))[1:-1]
+        m.__dict__[attr] = rendered
+        return rendered
 
-
-def json_array(parts: list[bytes]) -> bytes:
-    """A JSON array of the items in ``parts`` (each ``b""`` or comma-joined items)."""
-    return b"[" + b",".join([p for p in parts if p]) + b"]"
+    return _core.join_renderings(messages, attr, render_one)
 
 
 def tname(value: object) -> str:

@@ -57,7 +57,6 @@ from ._common import (
     expect_str,
     extra_keys,
     finish_parts,
-    json_array,
     make_message,
     media_type,
     merge_keys,
@@ -349,8 +348,7 @@ def to_anthropic_json(messages: Sequence[Message]) -> bytes:
             break
         n_system += 1
     rest = messages[n_system:]
-    parts = rendered_json(rest, _ATTR, _render, n_system)
-    body = b'"messages":' + json_array(parts) + b"}"
+    body = b'"messages":' + rendered_json(rest, _ATTR, _render, n_system) + b"}"
     if not n_system:
         return b"{" + body
     system = _system(messages[:n_system])

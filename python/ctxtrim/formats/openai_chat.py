@@ -56,7 +56,6 @@ from ._common import (
     extra_keys,
     finish_parts,
     image_from_data_url,
-    json_array,
     loads_arguments,
     make_message,
     merge_keys,
@@ -397,7 +396,7 @@ def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return json_array(rendered_json(messages, _ATTR, _render))
+    return rendered_json(messages, _ATTR, _render)
 
 
 #: Where a message keeps its Chat Completions rendering.

@@ -57,7 +57,6 @@ from ._common import (
     extra_keys,
     finish_parts,
     image_from_data_url,
-    json_array,
     loads_arguments,
     make_message,
     merge_keys,
@@ -317,7 +316,7 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_responses` as JSON bytes (the request's ``input`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return json_array(rendered_json(messages, _ATTR, _render))
+    return rendered_json(messages, _ATTR, _render)
 
 
 #: Where a message keeps its Responses rendering.
