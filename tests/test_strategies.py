@@ -643,3 +643,32 @@ def test_cache_stable_around_head_and_tail_is_idempotent() -> None:
     )
     once = strategy(history)
     assert strategy(once) == once
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        FitContextWindow(200),
+        KeepLastTurns(1),
+        HeadAndTail(1, 2),
+        Pipeline(TruncateToolOutputs(10), FitContextWindow(200)),
+        CacheStable(FitContextWindow(300), high=250, low=100),
+    ],
+    ids=repr,
+)
+def test_apply_with_report_runs_once_and_matches_describe(
+    strategy: ContextStrategy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    history = session(3, 2)
+    runs: list[int] = []
+    real = type(strategy)._run
+
+    def counted(self: ContextStrategy, inp: Any) -> Any:
+        runs.append(1)
+        return real(self, inp)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(strategy), "_run", counted)
+    out, report = strategy.apply(history, report=True)
+    assert len(runs) == 1
+    assert out == strategy(history)
+    assert report == strategy.describe(history)

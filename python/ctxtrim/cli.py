@@ -451,8 +451,7 @@ def cmd_trim(args: argparse.Namespace) -> int:
         steps.append(KeepLastTurns(args.keep_turns))
     steps.append(FitContextWindow(args.max_tokens, reserve_tokens=args.reserve_tokens))
     strategy = Pipeline(*steps) if len(steps) > 1 else steps[0]
-    report = strategy.describe(messages)
-    trimmed = strategy(messages)
+    trimmed, report = strategy.apply(messages, report=True)  # one run for both
     if report.unchanged and not violations:
         text, entries_after = None, doc.entries
     else:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, overload
 
 import msgspec
 
@@ -286,11 +286,25 @@ class ContextStrategy(ABC):
         """The trimmed history; ``messages`` itself (same object) if nothing changed."""
         return self.apply(messages)
 
-    def apply(self, source: Source) -> list[Message]:
+    @overload
+    def apply(self, source: Source, *, report: Literal[False] = False) -> list[Message]: ...
+    @overload
+    def apply(
+        self, source: Source, *, report: Literal[True]
+    ) -> tuple[list[Message], TrimReport]: ...
+    def apply(
+        self, source: Source, *, report: bool = False
+    ) -> list[Message] | tuple[list[Message], TrimReport]:
         """Apply to a list, a ``MessageLog`` (e.g. ``await store.load_log()``) or a
-        ``MemoryContextStore``; the latter two use the cached per-message token counts."""
+        ``MemoryContextStore``; the latter two use the cached per-message token counts.
+
+        With ``report=True``, return ``(messages, report)``: the result and the
+        :meth:`describe` report of the same run (the strategy runs once)."""
         inp = _Input.of(source, self.counter)
-        return _finish(self._run(inp))
+        out = self._run(inp)
+        if report:
+            return _finish(out), _report(repr(self), inp, out)
+        return _finish(out)
 
     def describe(self, source: Source) -> TrimReport:
         """What applying the strategy to ``source`` would drop or change; changes nothing."""
@@ -350,9 +364,19 @@ class _CoreCut(_CutStrategy):
             counter=self.counter,
         )
 
-    def apply(self, source: Source) -> list[Message]:
+    @overload
+    def apply(self, source: Source, *, report: Literal[False] = False) -> list[Message]: ...
+    @overload
+    def apply(
+        self, source: Source, *, report: Literal[True]
+    ) -> tuple[list[Message], TrimReport]: ...
+    def apply(
+        self, source: Source, *, report: bool = False
+    ) -> list[Message] | tuple[list[Message], TrimReport]:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no
-        # per-call log or report built; `describe` and `Pipeline` go through `_run`.
+        # per-call log or report built; reports, `describe` and `Pipeline` go through `_run`.
+        if report:
+            return super().apply(source, report=True)
         if type(source) is list:
             ranges, unchanged, _ = self._window(source)
             return source if unchanged else _take(source, ranges)
