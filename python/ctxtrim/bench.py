@@ -1,7 +1,8 @@
 # ruff: noqa: RUF001, RUF002, RUF003  (the tables print ×, the CJK corpus has fullwidth commas)
 """Side-by-side benchmarks of ctxtrim against the peer libraries (``ctxtrim bench``).
 
-``run(quick)`` measures the workloads of DESIGN §10 for ctxtrim and for every peer that is
+``run(quick)`` measures the workloads of the goals table in ``docs/performance.md`` (the
+user paths of :mod:`ctxtrim.bench_paths` first) for ctxtrim and for every peer that is
 installed, in one process and one run, and returns a :class:`Table` of rows ``(workload,
 size, implementation, seconds per operation, ratio)``, where *ratio* is the peer's time
 divided by ctxtrim's time for the same workload and size (so 40.0 means ctxtrim is 40×
@@ -73,7 +74,7 @@ __all__ = [
 ]
 
 BUDGET = 8_000
-"""The token budget of the agent-loop workloads (DESIGN §10)."""
+"""The token budget of the agent-loop workloads (an 8k-token context window)."""
 
 _T = TypeVar("_T")
 _PY312_ENV = "CTXTRIM_BENCH_PY312"
@@ -265,7 +266,7 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Goal:
-    """A DESIGN §10 goal checked against this run."""
+    """A goal of docs/performance.md checked against this run."""
 
     goal: str
     measured: str
