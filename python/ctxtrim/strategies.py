@@ -300,11 +300,20 @@ class ContextStrategy(ABC):
 
         With ``report=True``, return ``(messages, report)``: the result and the
         :meth:`describe` report of the same run (the strategy runs once)."""
+        if not report:
+            fast = self._apply_fast(source)
+            if fast is not None:
+                return fast
         inp = _Input.of(source, self.counter)
         out = self._run(inp)
         if report:
             return _finish(out), _report(repr(self), inp, out)
         return _finish(out)
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        """The result without building a report, if this strategy has a shortcut for
+        ``source``; else None."""
+        return None
 
     def describe(self, source: Source) -> TrimReport:
         """What applying the strategy to ``source`` would drop or change; changes nothing."""
@@ -364,19 +373,9 @@ class _CoreCut(_CutStrategy):
             counter=self.counter,
         )
 
-    @overload
-    def apply(self, source: Source, *, report: Literal[False] = False) -> list[Message]: ...
-    @overload
-    def apply(
-        self, source: Source, *, report: Literal[True]
-    ) -> tuple[list[Message], TrimReport]: ...
-    def apply(
-        self, source: Source, *, report: bool = False
-    ) -> list[Message] | tuple[list[Message], TrimReport]:
+    def _apply_fast(self, source: Source) -> list[Message] | None:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no
         # per-call log or report built; reports, `describe` and `Pipeline` go through `_run`.
-        if report:
-            return super().apply(source, report=True)
         if type(source) is list:
             ranges, unchanged, _ = self._window(source)
             return source if unchanged else _take(source, ranges)
@@ -387,7 +386,7 @@ class _CoreCut(_CutStrategy):
             if unchanged:
                 return log.to_list()
             return [m for a, b in ranges for m in log.to_list(a, b)]
-        return super().apply(source)
+        return None
 
     def _run(self, inp: _Input) -> _Outcome:
         ranges, unchanged, over = self._window(inp.log)

@@ -234,6 +234,23 @@ def _head(conn: sqlite3.Connection, sid: int) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def _read_rows(
+    conn: sqlite3.Connection, sid: int, session_id: str, generation: int, start: int, nxt: int
+) -> tuple[list[Message], list[int]]:
+    """Messages ``[start, nxt)`` of ``generation`` and their stored token counts; every row
+    must be there (seq is unique and below next_seq, so the count proves contiguity)."""
+    rows = _rows(conn, sid, generation, start)
+    if len(rows) != nxt - start:
+        raise StoreError(
+            f"session {session_id!r}: rows {start}..{nxt} of generation {generation}"
+            f" are not contiguous ({len(rows)} found)"
+        )
+    messages = [
+        decode_payload(p, session_id=session_id, seq=seq, checksum=crc) for seq, _, crc, p in rows
+    ]
+    return messages, [r[1] for r in rows]
+
+
 def _rows(conn: sqlite3.Connection, sid: int, generation: int, start: int) -> list[_Row]:
     return conn.execute(
         "SELECT seq, tokens, crc, payload FROM ctxtrim_messages"
@@ -624,17 +641,8 @@ class SQLiteContextStore(ContextStore):
         def body(conn: sqlite3.Connection) -> tuple[int, list[Message], list[int]]:
             generation, nxt = _head(conn, sid)
             start = 0 if limit is None else max(0, nxt - limit)
-            rows = _rows(conn, sid, generation, start)
-            if len(rows) != nxt - start:  # seq is unique and < next_seq: count = contiguity
-                raise StoreError(
-                    f"session {session_id!r}: rows {start}..{nxt} of generation {generation}"
-                    f" are not contiguous ({len(rows)} found)"
-                )
-            messages = [
-                decode_payload(p, session_id=session_id, seq=seq, checksum=crc)
-                for seq, _, crc, p in rows
-            ]
-            return generation, messages, [r[1] for r in rows]
+            messages, counts = _read_rows(conn, sid, session_id, generation, start, nxt)
+            return generation, messages, counts
 
         return await self._run(_read, body)
 
@@ -660,18 +668,8 @@ class SQLiteContextStore(ContextStore):
         def body(conn: sqlite3.Connection) -> LogRead:
             current, nxt = _head(conn, sid)
             since = mark if (generation == current and mark is not None and mark <= nxt) else None
-            start = since or 0
-            rows = _rows(conn, sid, current, start)
-            if len(rows) != nxt - start:  # seq is unique and < next_seq: count = contiguity
-                raise StoreError(
-                    f"session {session_id!r}: rows {start}..{nxt} of generation {current}"
-                    f" are not contiguous ({len(rows)} found)"
-                )
-            messages = [
-                decode_payload(p, session_id=session_id, seq=seq, checksum=crc)
-                for seq, _, crc, p in rows
-            ]
-            return current, since, messages, [r[1] for r in rows], nxt
+            messages, counts = _read_rows(conn, sid, session_id, current, since or 0, nxt)
+            return current, since, messages, counts, nxt
 
         return await self._run(_read, body)
 
