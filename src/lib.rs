@@ -31,6 +31,7 @@
 pub mod boundary;
 pub mod log;
 pub mod meta;
+pub mod queue;
 pub mod tail;
 pub mod text;
 pub mod tokens;

@@ -846,7 +846,7 @@ class CacheStable(ContextStrategy):
         cut, kept, _ = log.stable_cut(
             fixed, self.high, self.low, floor=head.floor, user_start=user_start
         )
-        if cut < inp.n and SKIPPED_META_KEY in (inp.log[cut].meta or {}):
+        if head.floor < cut < inp.n and SKIPPED_META_KEY in (inp.log[cut].meta or {}):
             # Never open the window at a HeadAndTail placeholder: the inner strategy put it
             # there on an earlier call, and cutting to it would make the next call differ from
             # this one (the window must stay what the inner strategy was given).

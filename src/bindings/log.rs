@@ -2,9 +2,9 @@
 //!
 //! Appends are the hot path of an agent server, so `append` does only what must happen at
 //! once: check that the object is a `ctxtrim.Message` (messages validate themselves at
-//! construction) and queue it. The facts the core needs (role, tokens, tool ids) are read
-//! and indexed in one batch by the next call that needs the index (`flush`); the work per
-//! message is the same, but it is paid by the reader that needs it, once.
+//! construction) and queue it in the core's `IndexQueue`. The next call that needs the index
+//! (`flush`) has the queue pushed into the log in one batch, converting each message into its
+//! facts (read once per message object, from its cache): the bindings only convert.
 //!
 //! `to_list`/`tail`/`[i]` do not need the index: they read a Python list that mirrors the
 //! log (append-only while installed, replaced — never mutated — by rewrites), so a read is
@@ -30,6 +30,7 @@ use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use super::tokens::encoding_of;
 use crate::log::{LogError, MessageLog};
+use crate::queue::IndexQueue;
 use crate::tokens::Encoding;
 use crate::turn::TurnId;
 
@@ -55,7 +56,7 @@ struct State {
     /// How texts are priced when messages are indexed.
     encoding: Encoding,
     /// Accepted but not yet indexed messages, with their exact token counts if given.
-    queued: Vec<(Py<PyAny>, Option<u32>)>,
+    queued: IndexQueue<(Py<PyAny>, Option<u32>)>,
     mirror: Mirror,
 }
 
@@ -64,7 +65,7 @@ impl State {
         Self {
             log,
             encoding,
-            queued: Vec::new(),
+            queued: IndexQueue::new(),
             mirror,
         }
     }
@@ -75,16 +76,17 @@ impl State {
 
     /// Index the queued messages (read their facts, push them into the core log).
     fn flush(&mut self, py: Python<'_>) {
-        for (message, tokens) in self.queued.drain(..) {
-            let meta = indexed_meta(message.bind(py), tokens, self.encoding);
-            self.log.push(Arc::new(message), meta);
-        }
+        let encoding = self.encoding;
+        self.queued.flush_into(&mut self.log, |(message, tokens)| {
+            let meta = indexed_meta(message.bind(py), tokens, encoding);
+            (Arc::new(message), meta)
+        });
     }
 
     /// Our messages from index `from` on: indexed ones, then queued ones.
     fn payloads_from(&self, from: usize) -> impl Iterator<Item = &Py<PyAny>> {
         let indexed = self.log.range(from, self.log.len()).map(|e| &*e.payload);
-        let queued = self.queued[from.saturating_sub(self.log.len())..].iter();
+        let queued = self.queued.from_position(from, self.log.len());
         indexed.chain(queued.map(|(p, _)| p))
     }
 
@@ -303,7 +305,7 @@ impl PyMessageLog {
         let at = index(i, state.len())?;
         let payload = match state.log.get(at) {
             Some(entry) => Some(&*entry.payload),
-            None => state.queued.get(at - state.log.len()).map(|(m, _)| m),
+            None => state.queued.get(at, state.log.len()).map(|(m, _)| m),
         };
         payload
             .map(|p| p.clone_ref(py))
