@@ -16,8 +16,10 @@ Every shipped strategy is:
 - **identity-preserving** — when nothing changes, the *same list object* comes back, so an
   agent loop can skip work with ``out is messages``.
 
-Cut search and token sums run in the Rust core on a :class:`~ctxtrim.MessageLog`: a plain
-list is counted once; ``strategy.apply(log_or_store)`` uses the log's cached counts.
+The cut strategies (``FitContextWindow``, ``KeepLastTurns``, ``TrimRounds``,
+``KeepLastMessages``) are decided in one call into the Rust core: on a plain list it reads
+the head and the window from the end only; on a :class:`~ctxtrim.MessageLog` or store it uses
+the log's index. Every message's facts (tokens, role, tool ids) are read once and kept on it.
 """
 
 from __future__ import annotations
