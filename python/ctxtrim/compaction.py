@@ -359,7 +359,7 @@ class AutoCompactStore(ContextStore):
         return self._store.session_id
 
     def __getattr__(self, name: str) -> Any:
-        # Backend extras (``log``, ``remove_turn``...) pass through. Only called for names
+        # Backend extras (``log``...) pass through. Only called for names
         # not found normally; ``_store`` itself must exist to avoid recursion in copies.
         if name.startswith("__") or "_store" not in self.__dict__:
             raise AttributeError(name)
@@ -401,6 +401,14 @@ class AutoCompactStore(ContextStore):
     ) -> None:
         await self._store.replace_prefix(upto, messages, expected_generation)
         self._context = self._hold_until = None
+
+    async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
+        removed = await self._store.remove_turn(turn)
+        self._context = self._hold_until = None
+        return removed
+
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+        await self._store.attach_compact_summary(tool_use_id, summary)
 
     async def load_log(self) -> _core.MessageLog:
         return await self._store.load_log()
