@@ -291,13 +291,13 @@ impl<P: Clone> MessageLog<P> {
     /// Appends a message and returns its index. Amortised O(1), also while snapshots are alive.
     ///
     /// A message with a caller-given turn id ([`Meta::turn`]) gets exactly that id and moves
-    /// the counter to its number; callers check first with [`MessageLog::check_turns`] (an id
-    /// below the current turn is clamped up, to keep turns contiguous). Otherwise a real user
+    /// the counter to its number; appends check first with [`MessageLog::check_turns`]. In a
+    /// rewrite (`replace_prefix` puts new messages before kept ones) an id below the current
+    /// turn is numbered at the current turn, keeping turns contiguous. Otherwise a real user
     /// message starts the next turn, and every message gets the current turn number.
     pub fn push(&mut self, payload: P, meta: Meta) -> usize {
         let s = self.state_mut();
         let turn = if let Some(given) = meta.turn {
-            debug_assert!(given.number >= s.counter.current(), "unchecked turn id");
             s.counter.raise_to(given.number);
             TurnId {
                 owner: given.owner,
