@@ -1,12 +1,33 @@
 .DEFAULT_GOAL := help
 PYTHON ?= python3
-.PHONY: help install build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench bench-table all
+# `make wheel`: the CPython versions to build a wheel for (each must be installed: pyenv or
+# pythonX.Y on PATH), and the manylinux policy (zig links against glibc 2.17's symbols).
+WHEEL_VERSIONS ?= 3.10 3.11 3.12 3.13
+MANYLINUX ?= manylinux2014
+PYENV_ROOT ?= $(HOME)/.pyenv
+.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench bench-table all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 install: ## install the package and its dev extra (editable, debug build)
 	$(PYTHON) -m pip install -e '.[dev]'
+
+wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014) + sdist in dist/; needs maturin, ziglang, auditwheel
+	@for m in maturin ziglang auditwheel; do $(PYTHON) -c "import $$m" 2>/dev/null \
+	    || { echo "make wheel: $(PYTHON) has no $$m: pip install maturin ziglang auditwheel (the build extra)" >&2; exit 1; }; done
+	@set -e; pys=""; for v in $(WHEEL_VERSIONS); do \
+	    py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python 2>/dev/null | sort -V | tail -1); \
+	    [ -n "$$py" ] || py=$$(command -v python$$v || true); \
+	    [ -n "$$py" ] || { echo "make wheel: no CPython $$v (pyenv install $$v, or set WHEEL_VERSIONS)" >&2; exit 1; }; \
+	    pys="$$pys $$py"; done; \
+	rm -f python/ctxtrim/_core*.so dist/ctxtrim-*; \
+	$(PYTHON) -m maturin build --release --zig --compatibility $(MANYLINUX) --out dist -i $$pys; \
+	$(PYTHON) -m maturin sdist --out dist
+	@for w in dist/ctxtrim-*.whl; do \
+	    $(PYTHON) -m auditwheel show "$$w" | tr '\n' ' ' | grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' \
+	        || { $(PYTHON) -m auditwheel show "$$w"; echo "make wheel: $$w is not manylinux_2_17" >&2; exit 1; }; \
+	    echo "$$w: manylinux_2_17_x86_64 (auditwheel show), $$(du -k "$$w" | cut -f1) KB"; done
 
 build-dev: ## rebuild the extension in place (debug build)
 	@rm -f python/ctxtrim/_core*.so

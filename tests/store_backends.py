@@ -17,8 +17,9 @@ processes, which re-open them there (see :func:`append_worker`).
 
 ``BACKENDS`` lists every backend as ``pytest.param(factory, id=..., marks=...)`` where
 ``factory(tmp_path) -> Backend``; ``PERSISTENT_BACKENDS`` only those shared across
-processes. Server backends are skipped, with the reason, when their URL variable
-(``CTXTRIM_REDIS_URL``, ``CTXTRIM_POSTGRES_DSN``) is unset.
+processes. The servers are the session's (``tests/conftest.py`` starts them and sets
+``CTXTRIM_REDIS_URL`` / ``CTXTRIM_POSTGRES_DSN``, or the variables name existing ones);
+server backends are skipped, with the reason, when their variable is unset.
 """
 
 from __future__ import annotations
@@ -163,7 +164,8 @@ def postgres_backend(tmp_path: Path) -> Backend:
 
 def _needs(var: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(
-        not os.environ.get(var), reason=f"{var} is not set (no server to test against)"
+        not os.environ.get(var),
+        reason=f"{var} is not set and no server could be started (see the end of the run)",
     )
 
 

@@ -33,6 +33,7 @@ from ctxtrim import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    formats,
     validate,
 )
 from ctxtrim.formats import (
@@ -873,3 +874,84 @@ def test_corrupted_payloads_raise_invalid_message_or_convert(
         return
     assert from_x(to_x(ms)) == ms
     assert to_x(ms) == corrupted
+
+
+@pytest.mark.parametrize(
+    ("to_dicts", "to_json"),
+    [
+        (formats.to_openai_chat, formats.to_openai_chat_json),
+        (formats.to_openai_responses, formats.to_openai_responses_json),
+        (formats.to_anthropic, formats.to_anthropic_json),
+    ],
+)
+def test_renderings_are_kept_and_returned_dicts_are_the_callers_own(
+    to_dicts: Any, to_json: Any
+) -> None:
+    history = [
+        Message.system("be brief"),
+        Message.user("list /"),
+        Message.assistant("", tool_uses=[("t1", "ls", {"dir": "/"})]),
+        Message.tool_results(("t1", "bin etc")),
+        Message.assistant("bin and etc."),
+    ]
+    first = to_dicts(history)
+    assert json.loads(to_json(history)) == first
+    # Mutating everything a call returned changes neither the messages nor the next call.
+    before = [m.encode() for m in history]
+
+    def scribble(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in list(value.values()):
+                scribble(v)
+            value["scribbled"] = True
+        elif isinstance(value, list):
+            for v in value:
+                scribble(v)
+            value.append("scribbled")
+
+    scribble(first)
+    assert [m.encode() for m in history] == before
+    again = to_dicts(history)
+    assert "scribbled" not in json.dumps(again)
+    assert again == json.loads(to_json(history))
+    # A message's rendering is made once and reused by every later call, on any list.
+    assert to_json(history[:1] + history[3:]) == to_json(list(history[:1] + history[3:]))
+
+
+@PROPS
+@given(data=st.data())
+def test_the_fast_chat_reader_makes_what_the_general_reader_makes(data: st.DataObject) -> None:
+    # Common shapes skip the general reader; the result must be identical, meta included,
+    # on histories, on arbitrary messages, and on payloads with extra or odd fields.
+    ms = data.draw(st.one_of(histories(), st.lists(messages(), max_size=6)))
+    try:
+        payload = to_openai_chat(ms)
+    except InvalidMessage:
+        return  # not expressible in Chat Completions (an image in an assistant message)
+    for odd in (None, "name", "extra", "spaced", "null_calls", "developer"):
+        _check_fast_reader(copy.deepcopy(payload), odd)
+
+
+def _check_fast_reader(payload: list[dict[str, Any]], odd: str | None) -> None:
+    from ctxtrim.formats import openai_chat
+
+    for item in payload:
+        if odd == "name" and item["role"] != "tool":
+            item["name"] = "bob"
+        elif odd == "extra":
+            item["refusal"] = None
+        elif odd == "spaced":
+            for call in item.get("tool_calls") or []:
+                call["function"]["arguments"] = json.dumps(
+                    json.loads(call["function"]["arguments"])
+                )
+        elif odd == "null_calls" and item["role"] == "assistant" and "tool_calls" not in item:
+            item["tool_calls"] = None
+        elif odd == "developer" and item["role"] == "system":
+            item["role"] = "developer"
+    fast = from_openai_chat(payload)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_chat, "_fast", lambda raw: None)
+        general = from_openai_chat(payload)
+    assert fast == general
+    assert [x.meta for x in fast] == [x.meta for x in general]

@@ -360,3 +360,84 @@ def test_views_of_generated_histories_are_pair_safe(
         where = [pos[id(m)] for m in out if id(m) in pos]
         assert where == sorted(set(where))
         assert len(where) >= len(out) - 1
+
+
+# -- autogen compatibility: leading orphans, request overhead, configs, long histories --------
+
+
+def test_token_limited_drops_a_leading_orphan_result_like_buffered() -> None:
+    async def main() -> None:
+        stored = [res(0), UserMessage(content="q", source="u"), call(1), res(1)]
+        for ctx in (
+            ours.TokenLimitedChatCompletionContext(TenPerMessage(), token_limit=1000),
+            ours.BufferedChatCompletionContext(10),
+            ours.HeadAndTailChatCompletionContext(1, 1),
+        ):
+            for m in stored:
+                await ctx.add_message(m)
+            view = await ctx.get_messages()
+            assert not isinstance(view[0], FunctionExecutionResultMessage), type(ctx)
+            assert pair_problems(view, stored) == []
+
+    asyncio.run(main())
+
+
+def test_token_limited_counts_the_request_overhead_once_not_per_message() -> None:
+    async def main() -> None:
+        # PrimedCounter: 10 a message + 3 a request. Three messages take 33 <= 35.
+        ctx = ours.TokenLimitedChatCompletionContext(
+            PrimedCounter(), token_limit=35, pin_task=False
+        )
+        for i in range(6):
+            await ctx.add_message(UserMessage(content=f"m{i}", source="u"))
+        view = await ctx.get_messages()
+        assert [m.content for m in view] == ["m3", "m4", "m5"]
+        assert PrimedCounter().count_tokens(view) <= 35
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("theirs", "kwargs"),
+    [
+        (peer.BufferedChatCompletionContext, {"buffer_size": 3}),
+        (peer.HeadAndTailChatCompletionContext, {"head_size": 1, "tail_size": 2}),
+        (peer.UnboundedChatCompletionContext, {}),
+    ],
+)
+def test_configs_dumped_by_autogen_load_as_ctxtrims_class(theirs: type, kwargs: dict) -> None:
+    config = theirs(initial_messages=PEER_HISTORY, **kwargs).dump_component()
+    name = theirs.__name__
+    loaded = getattr(ours, name).load_component(config)
+    assert type(loaded) is getattr(ours, name)
+
+    async def main() -> None:
+        assert pair_problems(await loaded.get_messages(), PEER_HISTORY) == []
+
+    asyncio.run(main())
+
+
+def test_long_history_views_follow_appends_and_edits() -> None:
+    """The mirror is extended by new messages only; a list edited behind the context's back
+    is caught by the identity check of what the view relies on."""
+
+    async def main() -> None:
+        buffered = ours.BufferedChatCompletionContext(20)
+        ht = ours.HeadAndTailChatCompletionContext(2, 20)
+        plain = peer.BufferedChatCompletionContext(20)
+        msgs: list[LLMMessage] = [UserMessage(content="task", source="u")]
+        for i in range(3000):
+            msgs += [call(i), res(i)]
+        for ctx in (buffered, ht, plain):
+            for m in msgs:
+                await ctx.add_message(m)
+        assert await buffered.get_messages() == await plain.get_messages()
+        view = await ht.get_messages()
+        assert view[1].content == f"Skipped {len(msgs) - 21} messages."  # head: the task
+        # Replace the newest message in storage (not through add_message).
+        for ctx in (buffered, ht, plain):
+            ctx._messages[-1] = UserMessage(content="edited", source="u")
+        assert (await buffered.get_messages())[-1].content == "edited"
+        assert (await ht.get_messages())[-1].content == "edited"
+
+    asyncio.run(main())

@@ -4,6 +4,7 @@ histories where langchain's result is pair-safe both return the same messages.""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
 import pytest
@@ -23,6 +24,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.messages import trim_messages as lc_trim
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.runnables import Runnable, RunnableLambda
 
 from ctxtrim import Message
 from ctxtrim.integrations.langchain import trim_messages
@@ -228,3 +231,85 @@ def test_pair_safe_and_equal_to_langchain_when_langchain_is_pair_safe(
     collapsed = options["start_on"] and not any(not isinstance(m, SystemMessage) for m in theirs)
     assume(pair_problems(theirs, hist) == [] and not collapsed)
     assert out == theirs
+
+
+# -- the fast path (strategy="last", a counter summed over messages) ---------------------------
+
+
+def _general(ms: list[BaseMessage]) -> int:
+    # Unannotated and taking a list: langchain's general kind of counter, so this counter
+    # takes the general path, which reads the whole history.
+    return count_tokens_approximately(ms)
+
+
+def long_history(seed: int, rounds: int) -> list[BaseMessage]:
+    """An agent loop as langchain users build it: system, task, then rounds of an AIMessage
+    with 1-3 tool calls, their ToolMessages, sometimes an answer or a new human message."""
+    rng = random.Random(seed)
+    out: list[BaseMessage] = [SystemMessage("You are a helpful agent."), HumanMessage("task")]
+    for r in range(rounds):
+        k = rng.randint(1, 3)
+        ids = [f"r{r}c{j}" for j in range(k)]
+        out.append(AIMessage("", tool_calls=[{"id": i, "name": "f", "args": {}} for i in ids]))
+        out += [ToolMessage("x" * rng.randint(1, 400), tool_call_id=i) for i in ids]
+        if rng.random() < 0.3:
+            out.append(AIMessage("answer " * rng.randint(1, 30)))
+        if rng.random() < 0.1:
+            out.append(HumanMessage("next " * rng.randint(1, 10)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"include_system": True},
+        {"start_on": "human"},
+        {"include_system": True, "start_on": "human", "end_on": ("human", "tool")},
+        {"allow_partial": True},
+    ],
+)
+def test_fast_path_equals_the_general_path_on_long_histories(
+    seed: int, options: dict[str, object]
+) -> None:
+    hist = long_history(seed, 700)  # ~2000 messages: the window is read from the tail
+    for max_tokens in (5, 300, 4000, 60_000):
+        fast = trim_messages(
+            hist, max_tokens=max_tokens, token_counter=count_tokens_approximately, **options
+        )
+        slow = trim_messages(hist, max_tokens=max_tokens, token_counter=_general, **options)
+        assert fast == slow, (seed, options, max_tokens)
+        assert pair_problems(fast, hist) == []
+
+
+def test_fast_path_rereads_a_message_replaced_in_the_list() -> None:
+    hist = long_history(1, 400)
+    trim_messages(hist, max_tokens=2000, token_counter=count_tokens_approximately)
+    # An edit in place: a message in the window becomes a much longer one.
+    i = len(hist) - 3
+    old = hist[i]
+    hist[i] = old.model_copy(update={"content": "long " * 3000} if old.type != "ai" else {})
+    fast = trim_messages(hist, max_tokens=2000, token_counter=count_tokens_approximately)
+    slow = trim_messages(hist, max_tokens=2000, token_counter=_general)
+    assert fast == slow
+
+
+def test_without_messages_returns_a_runnable() -> None:
+    trimmer = trim_messages(max_tokens=10, token_counter=len, strategy="last")
+    assert isinstance(trimmer, Runnable)
+    assert trimmer.invoke(HIST) == trim_messages(HIST, max_tokens=10, token_counter=len)
+    chain = trimmer | RunnableLambda(lambda ms: len(ms))
+    assert chain.invoke(HIST) == len(trim_messages(HIST, max_tokens=10, token_counter=len))
+
+
+@pytest.mark.parametrize("counter", [count_tokens_approximately, _general])
+def test_allow_partial_keeps_part_of_the_newest_message_when_no_whole_one_fits(
+    counter: object,
+) -> None:
+    hist = [SystemMessage("sys"), HumanMessage("task"), HumanMessage("a few words\n" * 200)]
+    kwargs = {"max_tokens": 60, "token_counter": counter, "allow_partial": True}
+    ours = trim_messages(hist, **kwargs)  # type: ignore[arg-type]
+    theirs = lc_trim(hist, **kwargs)  # type: ignore[arg-type]
+    assert ours == theirs
+    assert len(ours) == 1 and 0 < len(ours[0].content) < len(hist[-1].content)

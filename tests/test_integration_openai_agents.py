@@ -37,7 +37,7 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from ctxtrim import SQLiteContextStore
+from ctxtrim import MemoryContextStore, Message, SQLiteContextStore
 from ctxtrim._core import message_tokens
 from ctxtrim.integrations.openai_agents import (
     CtxtrimSession,
@@ -273,3 +273,124 @@ def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
             assert sum(message_tokens(item_to_message(it)) for it in sent) <= 600
     assert {"role": "user", "content": "question 1"} not in model.inputs[-1]
     assert model.inputs[-1][0] == user("question 0")  # the task stays pinned
+
+
+# -- SQLiteSession compatibility and bounded reads --------------------------------------------
+
+
+def test_session_settings_are_normalised_like_sqlite_session() -> None:
+    for cls in (SQLiteSession, CtxtrimSession):
+        assert cls("s").session_settings == SessionSettings()
+        assert cls("s", session_settings={"limit": 2}).session_settings == SessionSettings(limit=2)
+        with pytest.raises(TypeError, match="bogus"):
+            cls("s", session_settings={"bogus": 1})
+
+    async def main() -> None:
+        session = CtxtrimSession("s", session_settings={"limit": 2})
+        await session.add_items(PEER_ITEMS)
+        assert await session.get_items() == PEER_ITEMS[3:]
+
+    asyncio.run(main())
+
+
+def test_closed_session_raises_runtime_error_like_sqlite_session(tmp_path: Path) -> None:
+    async def main() -> None:
+        for session in (
+            SQLiteSession("s", tmp_path / "theirs.db"),
+            CtxtrimSession("s", tmp_path / "ours.db"),
+            CtxtrimSession("s"),
+        ):
+            await session.add_items(PEER_ITEMS)
+            session.close()
+            for call in (
+                session.add_items([]),
+                session.get_items(),
+                session.pop_item(),
+                session.clear_session(),
+            ):
+                with pytest.raises(RuntimeError):
+                    await call
+
+    asyncio.run(main())
+
+
+def test_synchronous_constructor_like_sqlite_session(tmp_path: Path) -> None:
+    db = tmp_path / "chats.db"
+
+    async def main() -> None:
+        first = CtxtrimSession("user-42", db)
+        await first.add_items(PEER_ITEMS)
+        first.close()
+        again = CtxtrimSession("user-42", str(db))
+        assert again.session_id == "user-42"
+        assert await again.get_items() == PEER_ITEMS
+        assert isinstance(again.store, SQLiteContextStore)
+        await again.store.close()
+
+    asyncio.run(main())
+    with pytest.raises(ValueError):
+        CtxtrimSession(db_path=db)
+
+
+class _CountingStore(MemoryContextStore):
+    """A memory store that refuses whole-history reads and records bounded ones."""
+
+    def __init__(self) -> None:
+        super().__init__(session_id="bounded")
+        self.read: list[int | None] = []
+
+    async def get_history(self, limit: int | None = None) -> list[Message]:
+        self.read.append(limit)
+        return await super().get_history(limit)
+
+    async def load_log(self) -> Any:
+        raise AssertionError("get_items(limit) read the whole history")
+
+    async def snapshot(self) -> Any:
+        raise AssertionError("get_items(limit) read the whole history")
+
+
+def test_get_items_limit_reads_only_what_it_returns() -> None:
+    async def main() -> None:
+        store = _CountingStore()
+        session = CtxtrimSession(store)
+        items: list[dict[str, Any]] = [user("task")]
+        for i in range(2000):
+            items += [fc(f"c{i}"), fo(f"c{i}")]
+        await session.add_items(items)
+        for limit in (1, 2, 3, 100):
+            got = await session.get_items(limit)
+            assert got == items[len(items) - len(got) :]
+            assert pair_problems(got, items) == []
+            assert len(got) >= limit - 1  # moved forward by at most the orphan output
+        assert store.read == [1, 2, 3, 100]
+
+    asyncio.run(main())
+
+
+def test_trim_input_converts_each_item_once_and_reads_only_the_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctxtrim.integrations.openai_agents as oa
+
+    converted: list[int] = []
+
+    def counting(item: Any) -> Message:
+        converted.append(id(item))
+        return item_to_message(item)
+
+    monkeypatch.setattr(oa, "item_to_message", counting)
+    callback = trim_input(2000)
+    history: list[dict[str, Any]] = [user("task")]
+    for i in range(5000):
+        history += [fc(f"c{i}"), fo(f"c{i}", "x" * 50)]
+    first = callback(history, [user("next")])
+    assert pair_problems(first, history) == []
+    assert first[0] is history[0] and first[-1]["content"] == "next"
+    assert len(converted) < 2000  # the head and the tail, not 10k items
+    converted.clear()
+    history += [fc("n"), fo("n")]
+    second = callback(history, [user("again")])
+    assert pair_problems(second, history) == []
+    assert len(converted) <= 4  # the new items only
+    assert len(set(converted)) == len(converted)

@@ -150,3 +150,41 @@ def test_skeleton_maps_parts_to_tool_ids() -> None:
     assert sk.role == "user" and [r.tool_use_id for r in sk.tool_results] == ["c1"]
     resp = ModelResponse(parts=[TextPart("t"), ToolCallPart("f", {}, tool_call_id="c2")])
     assert [u.id for u in to_skeleton(resp).tool_uses] == ["c2"]
+
+
+@pytest.mark.parametrize("budget", [300, 3000, 30_000])
+def test_long_history_reads_the_window_and_equals_the_whole_list_decision(budget: int) -> None:
+    from ctxtrim import _core
+
+    messages = history(3000)
+    out = TrimHistory(budget)(messages)
+    # The decision on the whole list (every message converted), for comparison.
+    ranges, unchanged, _ = _core.cut_window(
+        [to_skeleton(m) for m in messages], "budget", budget, pin_task=True
+    )
+    whole = messages if unchanged else [m for a, b in ranges for m in messages[a:b]]
+    assert out == whole
+    assert pair_problems(out) == []
+
+
+def test_each_message_is_converted_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctxtrim.integrations.pydantic_ai as mod
+
+    seen: list[int] = []
+
+    def counting(m: ModelMessage, i: int = 0) -> Any:
+        seen.append(id(m))
+        return to_skeleton(m, i)
+
+    monkeypatch.setattr(mod, "to_skeleton", counting)
+    trim = TrimHistory(2000)
+    messages = history(3000)
+    trim(messages)
+    assert len(seen) < 1000  # the head and the tail of 6001 messages
+    seen.clear()
+    messages += [
+        ModelResponse(parts=[ToolCallPart("f", {}, tool_call_id="new")]),
+        ModelRequest(parts=[ToolReturnPart("f", "ok", tool_call_id="new")]),
+    ]
+    trim(messages)
+    assert len(seen) == 2  # only the new round

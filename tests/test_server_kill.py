@@ -12,13 +12,9 @@ message is duplicated, and every payload passes its CRC and decodes.
 from __future__ import annotations
 
 import asyncio
-import glob
-import os
 import random
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,24 +25,23 @@ from pathlib import Path
 import pytest
 
 from ctxtrim import ContextStore, Message
-from ctxtrim.errors import StoreError
+from ctxtrim.errors import OutcomeUnknownError, StoreError
 
-REDIS_SERVER = shutil.which("redis-server")
-PG_BINS = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), reverse=True)
-AS_ROOT = os.geteuid() == 0
+from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
 
 WRITER = r"""
 import asyncio, random, sys
 from ctxtrim import Message
 kind, url, sid, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+namespace = sys.argv[5]  # the Redis prefix or the PostgreSQL schema
 
 async def main():
     if kind == "redis":
         from ctxtrim.stores.redis import RedisContextStore
-        store = await RedisContextStore.open(url, sid, prefix="kill", connect_timeout=2)
+        store = await RedisContextStore.open(url, sid, prefix=namespace, connect_timeout=2)
     else:
         from ctxtrim.stores.postgres import PostgresContextStore
-        store = await PostgresContextStore.open(url, sid, connect_timeout=2)
+        store = await PostgresContextStore.open(url, sid, schema=namespace, connect_timeout=2)
     print("ready", flush=True)
     i = start
     while True:
@@ -62,67 +57,6 @@ asyncio.run(main())
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if check():
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"{what} did not come up in {seconds}s")
-
-
-def answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
-class Server:
-    """A server process in its own process group (killed whole by SIGKILL)."""
-
-    def __init__(
-        self,
-        argv: list[str],
-        port: int,
-        user: str | None = None,
-        ready: Callable[[], bool] | None = None,
-    ) -> None:
-        self.argv, self.port, self.user = argv, port, user
-        self.ready = ready or (lambda: answers(port))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            self.argv,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            user=self.user,
-        )
-        wait_for(self.ready, self.argv[0])
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)  # the server and every child of it
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
-        wait_for(lambda: not answers(self.port), "shutdown", 10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.kill9()
-
-
 @pytest.fixture
 def workdir() -> Iterator[Path]:
     # Not tmp_path: the postgres user must be able to reach it.
@@ -132,9 +66,9 @@ def workdir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def start_writer(kind: str, url: str, start: int) -> subprocess.Popen[str]:
+def start_writer(kind: str, url: str, start: int, namespace: str = "kill") -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, kind, url, "victim", str(start)],
+        [sys.executable, "-c", WRITER, kind, url, "victim", str(start), namespace],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -142,11 +76,13 @@ def start_writer(kind: str, url: str, start: int) -> subprocess.Popen[str]:
 
 
 def run_rounds(
-    server: Server, kind: str, url: str, rounds: int, check: Callable[[set[str]], None]
-) -> None:
-    """``rounds`` times (writer appends, server SIGKILLed at a random moment, restart, check)."""
+    server: Server, kind: str, url: str, rounds: int, check: Callable[[set[str]], dict[str, int]]
+) -> dict[str, int]:
+    """``rounds`` times (writer appends, server SIGKILLed at a random moment, restart,
+    check); returns the last check's counts."""
     rng = random.Random(1234)
     acked: set[str] = set()
+    counts: dict[str, int] = {}
     for r in range(rounds):
         writer = start_writer(kind, url, start=r * 100_000)
         assert writer.stdout is not None
@@ -162,30 +98,38 @@ def run_rounds(
         assert new, "the writer acknowledged nothing before the kill; widen the window"
         acked |= new
         server.start()
-        check(acked)
+        counts = check(acked)
+    return counts
 
 
 def check_typed_error_when_the_server_dies(
     server: Server, store_factory: Callable[[], ContextStore], driver_error: type[BaseException]
 ) -> None:
-    """A store whose server is SIGKILLed under it raises ``StoreError`` (the driver's
-    error as the cause) on its next call, instead of a driver exception or a hang."""
+    """A store whose server is SIGKILLed under it raises a typed error (the driver's error
+    as the cause) on its next calls, instead of a driver exception or a hang: a read
+    ``StoreError``; a write ``StoreError`` when it is known not to have been sent, else
+    ``OutcomeUnknownError`` (the client cannot tell whether the dying server ran it)."""
 
     async def go() -> None:
         store = await store_factory()  # type: ignore[misc]
         await store.get_history()
         server.kill9()
-        with pytest.raises(StoreError) as err:
+        with pytest.raises((StoreError, OutcomeUnknownError)) as err:
             await store.append(Message.user("after the crash"))
         assert isinstance(err.value.__cause__, driver_error)
+        with pytest.raises(StoreError) as read_err:
+            await store.get_history()
+        assert isinstance(read_err.value.__cause__, driver_error)
         await store.close()
 
     asyncio.run(go())
     server.start()
 
 
-def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> None:
-    async def go() -> None:
+def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> dict[str, int]:
+    """Check the stored history against the acknowledged batches; return the counts."""
+
+    async def go() -> dict[str, int]:
         store = await store_factory()  # type: ignore[misc]
         try:
             history = await store.get_history()  # every payload's CRC is checked here
@@ -206,36 +150,35 @@ def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) ->
             assert parts == [(k, n) for k in range(n)], f"batch {tag} is torn: {parts}"
         assert order == sorted(order, key=lambda t: int(t[1:])), "batches out of order"
         assert acked <= set(batches), f"acknowledged but lost: {sorted(acked - set(batches))}"
+        return {
+            "acknowledged": len(acked),
+            "lost": len(acked - set(batches)),
+            "duplicated": len(ids) - len(set(ids)),
+            "unknown": len(set(batches) - acked),  # stored, but the reply never arrived
+        }
 
-    asyncio.run(go())
+    return asyncio.run(go())
 
 
 @pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
-def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> None:
+def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    port = free_port()
-    assert REDIS_SERVER is not None
-    server = Server(
-        [
-            REDIS_SERVER,
-            *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir)),
-            *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
-        ],
-        port,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    server.start()
+    server, url = redis_server(workdir)
+    server.start()  # start() returns once the AOF is loaded (no LOADING replies after it)
     try:
-        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill")  # noqa: E731
-        run_rounds(
+        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill", timeout=3)  # noqa: E731
+        counts = run_rounds(
             server,
             "redis",
             url,
             rounds=5,
             check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
         )
+        report(request, "server kill -9 x5 (batches)", "redis", **counts)
         import redis.exceptions
 
         check_typed_error_when_the_server_dies(
@@ -248,56 +191,25 @@ def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(workdir: Path) -> 
 
 
 @pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
-def test_kill9_of_postgres_loses_no_acknowledged_append(workdir: Path) -> None:
+def test_kill9_of_postgres_loses_no_acknowledged_append(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    bindir = Path(PG_BINS[0]).parent
-    user = "postgres" if AS_ROOT else None
-    data = workdir / "data"
-    data.mkdir()
-    if AS_ROOT:
-        shutil.chown(workdir, "postgres")
-        shutil.chown(data, "postgres")
-    subprocess.run(
-        [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        user=user,
-    )
-    port = free_port()
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-
-    def accepts_queries() -> bool:  # past crash recovery, not only listening
-        import psycopg
-
-        try:
-            psycopg.connect(dsn, connect_timeout=1).close()
-            return True
-        except psycopg.OperationalError:
-            return False
-
-    server = Server(
-        [
-            str(bindir / "postgres"),
-            *("-D", str(data), "-p", str(port), "-k", str(workdir)),
-            *("-c", "listen_addresses=127.0.0.1", "-c", "fsync=on"),
-        ],
-        port,
-        user=user,
-        ready=accepts_queries,
-    )
+    server, dsn = postgres_server(workdir)
     server.start()
     try:
-        open_store = lambda: PostgresContextStore.open(dsn, "victim")  # noqa: E731
-        run_rounds(
+        open_store = lambda: PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)  # noqa: E731
+        counts = run_rounds(
             server,
             "postgres",
             dsn,
             rounds=3,
             check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
         )
+        report(request, "server kill -9 x3 (batches)", "postgres", **counts)
         import psycopg
 
         check_typed_error_when_the_server_dies(

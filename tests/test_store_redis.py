@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from ctxtrim import InvalidMessage, Message, StaleGenerationError
+from ctxtrim import InvalidArgument, InvalidMessage, Message, StaleGenerationError
 from ctxtrim.errors import StoreError
 
 redis_asyncio = pytest.importorskip("redis.asyncio", reason="the redis extra is not installed")
@@ -240,7 +240,7 @@ async def test_bad_input_is_refused_before_any_io(client: redis_asyncio.Redis, p
         await store.replace_prefix(-1, [], 0)
     after = {k: await client.dump(k) for k in await keys_under(client, prefix)}
     assert after == before  # no key written, not even a TTL renewal
-    with pytest.raises(IndexError):
+    with pytest.raises(InvalidArgument, match="history length 0, got 1"):
         await store.replace_prefix(1, [], 0)
     with pytest.raises(StaleGenerationError):
         await store.replace_prefix(0, [], 5)

@@ -45,6 +45,7 @@ from store_backends import (
     read_worker,
     sqlite_backend,
 )
+from store_servers import report
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -71,7 +72,9 @@ def _is_contiguous_slice(part: list[str], whole: list[str]) -> bool:
 # T1/T2: several processes append to one session while another one reads
 
 
-async def test_concurrent_writers_lose_nothing_and_readers_see_prefixes(backend: Backend) -> None:
+async def test_concurrent_writers_lose_nothing_and_readers_see_prefixes(
+    backend: Backend, request: pytest.FixtureRequest
+) -> None:
     session, writers, per_writer = "shared", 4, 120
     batches = [1, 3, 1, 5]  # writers 1 and 3 use atomic append_many
     loop = asyncio.get_running_loop()
@@ -102,6 +105,17 @@ async def test_concurrent_writers_lose_nothing_and_readers_see_prefixes(backend:
     assert len(full) > 5, "the reader should have polled while the writers ran"
     assert [s for s in full if final[: len(s)] != s] == []  # every read is a prefix
     assert [t for t in tails if not _is_contiguous_slice(t, final)] == []
+    report(
+        request,
+        "4 concurrent writer processes",
+        backend.name,
+        acknowledged=writers * per_writer,
+        lost=writers * per_writer - len(set(final)),
+        duplicated=len(final) - len(set(final)),
+        unknown=0,
+        reads=len(seen),
+        non_prefix_reads=len([s for s in full if final[: len(s)] != s]),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -138,6 +152,24 @@ async def test_stale_replace_prefix_is_refused_across_connections(backend: Backe
 
 # --------------------------------------------------------------------------------------------
 # T13: session ids that collide in naive key schemes
+
+
+async def test_list_sessions_is_per_namespace(
+    backend: Backend, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The documented way to keep tenants apart: one namespace (prefix, schema, file) each."""
+    factory = request.node.callspec.params["backend"]
+    other = factory(tmp_path)
+    try:
+        async with opened(backend, "tenant-a chat") as a, opened(other, "tenant-b chat") as b:
+            await a.append(Message.user("secret of tenant a"))
+            await b.append(Message.user("secret of tenant b"))
+            assert [(i.session_id, i.preview) for i in await a.list_sessions()] == [
+                ("tenant-a chat", "secret of tenant a")
+            ]
+            assert [i.session_id for i in await b.list_sessions()] == ["tenant-b chat"]
+    finally:
+        await other.cleanup()
 
 
 TRICKY_IDS = ["a", "a:messages", "a:meta", "*", "a}", "{a}", "a\x00", "a\x00b", "é", "k" * 1024]
@@ -293,7 +325,9 @@ def _expected_body(mid: str, size: int) -> str:
     return (seed * (size // 64 + 1))[:size]
 
 
-def test_kill_9_of_a_writer_loses_no_acknowledged_append(tmp_path: Path) -> None:
+def test_kill_9_of_a_writer_loses_no_acknowledged_append(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     path = str(tmp_path / "crash.db")
     rng = random.Random(1234)
     acked: set[str] = set()
@@ -341,6 +375,15 @@ def test_kill_9_of_a_writer_loses_no_acknowledged_append(tmp_path: Path) -> None
             first = int(members[0][1:])
             assert members == [f"m{first + k}" for k in range(len(members))]
     assert len(acked) > rounds  # the writer did get work done between kills
+    report(
+        request,
+        f"writer kill -9 x{rounds} (messages)",
+        "sqlite",
+        acknowledged=len(acked),
+        lost=len(acked - set(ids)),
+        duplicated=len(ids) - len(set(ids)),
+        unknown=len(set(ids) - acked),
+    )
 
 
 # T5: with idempotent ids, a client that retries everything unacknowledged after a crash

@@ -15,6 +15,7 @@ import pytest
 from ctxtrim import (
     CorruptRecordError,
     HeuristicTokenCounter,
+    InvalidArgument,
     InvalidMessage,
     InvalidSessionId,
     Message,
@@ -130,13 +131,13 @@ async def test_bad_session_ids_and_arguments(tmp_path: Path) -> None:
         await store.append(Message.user("x"))
         with pytest.raises(ValueError):
             await store.get_history(limit=-1)
-        with pytest.raises(IndexError):
+        with pytest.raises(InvalidArgument, match="history length 1, got 5"):
             await store.replace_prefix(5, [], await store.generation())
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidArgument):
             await store.replace_prefix(-1, [], await store.generation())
-        with pytest.raises(TypeError):
+        with pytest.raises(InvalidArgument):
             await store.set_context_tokens("7", 1)  # type: ignore[arg-type]
-        with pytest.raises(TypeError):
+        with pytest.raises(InvalidMessage, match="sequence"):
             await store.append_many(Message.user("not a list"))  # type: ignore[arg-type]
         assert [m.text for m in await store.get_history(limit=50)] == ["x"]
     with pytest.raises(ValueError, match="max_message_bytes"):

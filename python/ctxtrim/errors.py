@@ -16,12 +16,14 @@ __all__ = [
     "CorruptRecordError",
     "CtxtrimError",
     "FormatError",
+    "InvalidArgument",
     "InvalidMessage",
     "InvalidSessionId",
     "InvalidStrategy",
     "InvalidToolArguments",
     "InvalidTurnId",
     "MessageTooLarge",
+    "OutcomeUnknownError",
     "StaleGenerationError",
     "StoreError",
     "stale_generation_error",
@@ -78,6 +80,29 @@ class StoreError(CtxtrimError):
     """A persistent store failed: I/O error, disk full, lock timeout, closed store, a
     database written by a newer ctxtrim. The operation changed nothing (its transaction
     was rolled back); the underlying driver error is the ``__cause__``."""
+
+
+class OutcomeUnknownError(CtxtrimError):
+    """A write to a server store got no answer (connection lost, no reply within the
+    store's ``timeout``) after the request may have reached the server: it may have been
+    applied, or may still be applied later. Not a :class:`StoreError`, whose promise is that
+    nothing changed. Only writes raise it (``append``, ``append_many``, ``clear``,
+    ``replace_prefix``, ``fork``, the token setters, ``open``); reads raise ``StoreError``.
+    Retrying an append is safe only on a store opened with ``idempotent_ids=True`` and
+    messages that carry an ``id``; otherwise re-read the history before deciding.
+    ``operation`` names the call; the driver's error is the ``__cause__``."""
+
+    def __init__(self, message: str, operation: str = "") -> None:
+        super().__init__(message)
+        self.operation = operation
+
+
+class InvalidArgument(CtxtrimError, ValueError):
+    """A store call got an argument of the wrong type or out of range (``upto`` past the
+    end or not an int, ``expected_generation`` not an int, a token count outside the
+    signed 64-bit range, a bad ``limit`` or ``timeout``). Raised before any I/O or inside
+    the write's transaction before it changes anything: nothing changed. The message reads
+    ``"<name> must be <what>, got <value>"`` (or names the range it overflows)."""
 
 
 class CorruptRecordError(StoreError):

@@ -37,7 +37,12 @@ from typing import NamedTuple, TypeVar
 import msgspec
 
 from ctxtrim import _core
-from ctxtrim.errors import StaleGenerationError
+from ctxtrim.errors import (
+    InvalidArgument,
+    InvalidMessage,
+    StaleGenerationError,
+    stale_generation_error,
+)
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock
 from ctxtrim.tokens import TokenCounter
 
@@ -68,6 +73,48 @@ class HistorySnapshot(NamedTuple):
 
     messages: list[Message]
     generation: int
+
+
+# -- the argument contract every store shares (one message shape, checked before any I/O) --
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _check_int64(name: str, value: object) -> int:
+    """``value`` if it is an ``int`` (not ``bool``) in the signed 64-bit range."""
+    if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidArgument(f"{name} must be a signed 64-bit int, got {value!r}")
+    return value
+
+
+def _check_upto(upto: object) -> int:
+    if type(upto) is not int or upto < 0:
+        raise InvalidArgument(f"upto must be an int >= 0, got {upto!r}")
+    return upto
+
+
+def _upto_past_end(upto: int, length: int) -> InvalidArgument:
+    return InvalidArgument(f"upto must be at most the history length {length}, got {upto}")
+
+
+def _check_limit(limit: object) -> int | None:
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise InvalidArgument(f"limit must be None or an int >= 0, got {limit!r}")
+    return limit
+
+
+def _check_batch(messages: object) -> None:
+    """A batch must be a sequence (a ``str``, ``bytes`` or lone ``Message`` is not)."""
+    if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+        raise InvalidMessage(
+            f"must be a sequence of Message, got {type(messages).__name__}", "messages"
+        )
+
+
+def _tokens_overflow(name: str, added: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"{name} total must stay a signed 64-bit int, adding {added} would overflow it"
+    )
 
 
 def _preview(history: Iterable[Message]) -> str:
@@ -314,12 +361,11 @@ class MemoryContextStore(ContextStore):
         self._log.append(message, tokens=tokens)
 
     async def append_many(self, messages: Sequence[Message]) -> None:
+        _check_batch(messages)
         self._log.extend(messages, tokens=self._counts(messages))
 
     async def get_history(self, limit: int | None = None) -> list[Message]:
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
-        return self._log.tail(limit)
+        return self._log.tail(_check_limit(limit))
 
     async def clear(self) -> None:
         self._log.clear()
@@ -335,6 +381,15 @@ class MemoryContextStore(ContextStore):
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
+        # The same checks, order and messages as the server stores (nothing awaits in
+        # between, so the length and generation read here are the ones the swap sees).
+        _check_upto(upto)
+        _check_int64("expected_generation", expected_generation)
+        _check_batch(messages)
+        if self._log.generation != expected_generation:
+            raise stale_generation_error(expected_generation, self._log.generation)
+        if upto > len(self._log):
+            raise _upto_past_end(upto, len(self._log))
         self._log.replace_prefix(upto, messages, expected_generation, tokens=self._counts(messages))
 
     async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
@@ -361,7 +416,20 @@ class MemoryContextStore(ContextStore):
         return child
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        self._input_tokens, self._output_tokens = input_tokens, output_tokens
+        self._input_tokens, self._output_tokens = (
+            _check_int64("input_tokens", input_tokens),
+            _check_int64("output_tokens", output_tokens),
+        )
+
+    async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        add_in = _check_int64("input_tokens", input_tokens)
+        add_out = _check_int64("output_tokens", output_tokens)
+        total_in, total_out = self._input_tokens + add_in, self._output_tokens + add_out
+        if not _INT64_MIN <= total_in <= _INT64_MAX:
+            raise _tokens_overflow("input_tokens", add_in)
+        if not _INT64_MIN <= total_out <= _INT64_MAX:
+            raise _tokens_overflow("output_tokens", add_out)
+        self._input_tokens, self._output_tokens = total_in, total_out
 
     async def get_context_tokens(self) -> tuple[int, int]:
         return self._input_tokens, self._output_tokens

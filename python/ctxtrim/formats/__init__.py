@@ -41,9 +41,13 @@ from ctxtrim.errors import FormatError, InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import Message
 
 from ._common import RAW_ARGUMENTS
-from .anthropic import from_anthropic, to_anthropic
-from .openai_chat import from_openai_chat, to_openai_chat
-from .openai_responses import from_openai_responses, to_openai_responses
+from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
+from .openai_chat import from_openai_chat, to_openai_chat, to_openai_chat_json
+from .openai_responses import (
+    from_openai_responses,
+    to_openai_responses,
+    to_openai_responses_json,
+)
 
 __all__ = [
     "FORMATS",
@@ -59,9 +63,12 @@ __all__ = [
     "load",
     "parse_json",
     "to_anthropic",
+    "to_anthropic_json",
     "to_ctxtrim",
     "to_openai_chat",
+    "to_openai_chat_json",
     "to_openai_responses",
+    "to_openai_responses_json",
 ]
 
 #: The format names :func:`load` and :func:`dump` accept (besides ``"auto"`` for ``load``).

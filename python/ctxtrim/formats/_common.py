@@ -23,6 +23,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import msgspec
+
 from ctxtrim.errors import InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message
 
@@ -30,6 +32,44 @@ T = TypeVar("T")
 
 #: A unit record: ``{"t": kind, "n": blocks, "keys": {...}, "parts": [{...} | {}, ...], ...}``.
 Unit = dict[str, Any]
+
+_ENCODE = msgspec.json.Encoder().encode
+#: Decodes a window's JSON into fresh dicts and lists (every call gets its own).
+decode_json = msgspec.json.Decoder().decode
+
+
+def rendered_json(
+    messages: Sequence[Message],
+    attr: str,
+    render: Callable[[Message, str], list[dict[str, Any]]],
+    start: int = 0,
+) -> list[bytes]:
+    """Each message's provider objects as JSON (the comma-joined items of an array, ``b""``
+    for none), rendered once per message and kept on it under ``attr``.
+
+    A message never changes (it is immutable all the way down), so its rendering never goes
+    stale; ``msgspec.structs.replace`` and decoding make a new message, with no rendering.
+    A window's request is then its messages' bytes joined: O(window) reference work, and a
+    caller's dicts are decoded fresh from them, so nothing done to a returned dict reaches a
+    stored message or a later request. Error paths count from ``start``.
+    """
+    out: list[bytes] = []
+    for i, m in enumerate(messages):
+        cached = getattr(m, attr, None)
+        if type(cached) is bytes:
+            out.append(cached)
+            continue
+        if type(m) is not Message:
+            raise InvalidMessage(f"expected a Message, got {tname(m)}", f"messages[{start + i}]")
+        cached = _ENCODE(render(m, f"messages[{start + i}]"))[1:-1]
+        m.__dict__[attr] = cached
+        out.append(cached)
+    return out
+
+
+def json_array(parts: list[bytes]) -> bytes:
+    """A JSON array of the items in ``parts`` (each ``b""`` or comma-joined items)."""
+    return b"[" + b",".join([p for p in parts if p]) + b"]"
 
 
 def tname(value: object) -> str:
@@ -157,7 +197,12 @@ def dumps_arguments(value: dict[str, Any]) -> str:
     raw = raw_arguments(value)
     if raw is not None:
         return raw
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return COMPACT_JSON.encode(value)
+
+
+#: The canonical tool-arguments text: compact, non-ASCII kept (made once: ``json.dumps`` with
+#: options builds a new encoder on every call).
+COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:

@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.messages import (
     Block,
@@ -47,6 +49,7 @@ from ._common import (
     Unit,
     build,
     decode_base64,
+    decode_json,
     encode_base64,
     expect_bool,
     expect_dict,
@@ -54,15 +57,17 @@ from ._common import (
     expect_str,
     extra_keys,
     finish_parts,
+    json_array,
     make_message,
     media_type,
     merge_keys,
     part_record,
+    rendered_json,
     required,
     units_for,
 )
 
-__all__ = ["KEY", "from_anthropic", "to_anthropic"]
+__all__ = ["KEY", "from_anthropic", "to_anthropic", "to_anthropic_json"]
 
 #: The ``Message.meta`` key holding the Anthropic fields ctxtrim has no place for.
 KEY = "anthropic"
@@ -330,39 +335,59 @@ def _render_content(m: Message, unit: Unit, path: str) -> Any:
 
 def to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     """ctxtrim messages → ``{"system": ..., "messages": [...]}`` (``system`` only if the
-    history starts with system messages)."""
-    system_blocks: list[dict[str, Any]] = []
-    system_str: str | None = None
-    out: list[dict[str, Any]] = []
+    history starts with system messages). Each message is converted once and kept; every
+    call returns fresh dicts."""
+    return decode_json(to_anthropic_json(messages))  # type: ignore[no-any-return]
+
+
+def to_anthropic_json(messages: Sequence[Message]) -> bytes:
+    """:func:`to_anthropic` as JSON bytes (the request's ``system`` and ``messages``), for
+    servers that post raw bodies: the messages' kept renderings joined, nothing decoded."""
     n_system = 0
+    for m in messages:
+        if type(m) is not Message or m.role != "system":
+            break
+        n_system += 1
+    rest = messages[n_system:]
+    parts = rendered_json(rest, _ATTR, _render, n_system)
+    body = b'"messages":' + json_array(parts) + b"}"
+    if not n_system:
+        return b"{" + body
+    system = _system(messages[:n_system])
+    return b'{"system":' + _ENCODE(system) + b"," + body
+
+
+#: Where a message keeps its Anthropic rendering.
+_ATTR = "_ctxtrim_anthropic"
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]]:
+    """The ``system`` field of the leading system messages: one string for a single plain one."""
+    blocks: list[dict[str, Any]] = []
+    text: str | None = None
     for i, m in enumerate(messages):
-        path = f"messages[{i}]"
-        if type(m) is not Message:
-            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
         unit = units_for(m, KEY, _default, _fits)[0][0]
-        if m.role == "system":
-            if out:
-                raise InvalidMessage(
-                    "a system message after the conversation started cannot be expressed in "
-                    "the Anthropic format (only a leading system prompt can)",
-                    path,
-                )
-            n_system += 1
-            rendered = _render_content(
-                m, {**unit, "form": "str"} if unit.get("form") != "list" else unit, path
-            )
-            if isinstance(rendered, str):
-                system_str = rendered
-                system_blocks.append({"type": "text", "text": rendered})
-            else:
-                system_blocks.extend(rendered)
-            continue
-        d = {"role": m.role, "content": _render_content(m, unit, path)}
-        out.append(merge_keys(d, unit))
-    result: dict[str, Any] = {}
-    if n_system == 1 and system_str is not None:
-        result["system"] = system_str
-    elif n_system:
-        result["system"] = system_blocks
-    result["messages"] = out
-    return result
+        rendered = _render_content(
+            m, {**unit, "form": "str"} if unit.get("form") != "list" else unit, f"messages[{i}]"
+        )
+        if isinstance(rendered, str):
+            text = rendered
+            blocks.append({"type": "text", "text": rendered})
+        else:
+            blocks.extend(rendered)
+    if len(messages) == 1 and text is not None:
+        return text
+    return blocks
+
+
+def _render(m: Message, path: str) -> list[dict[str, Any]]:
+    """One (non-system) message's Anthropic message."""
+    if m.role == "system":
+        raise InvalidMessage(
+            "a system message after the conversation started cannot be expressed in "
+            "the Anthropic format (only a leading system prompt can)",
+            path,
+        )
+    unit = units_for(m, KEY, _default, _fits)[0][0]
+    return [merge_keys({"role": m.role, "content": _render_content(m, unit, path)}, unit)]

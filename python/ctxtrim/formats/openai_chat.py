@@ -27,6 +27,7 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,9 +43,12 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    COMPACT_JSON,
+    RAW_ARGUMENTS,
     Unit,
     build,
     data_url,
+    decode_json,
     dumps_arguments,
     expect_dict,
     expect_list,
@@ -52,15 +56,17 @@ from ._common import (
     extra_keys,
     finish_parts,
     image_from_data_url,
+    json_array,
     loads_arguments,
     make_message,
     merge_keys,
     part_record,
+    rendered_json,
     required,
     units_for,
 )
 
-__all__ = ["KEY", "from_openai_chat", "to_openai_chat"]
+__all__ = ["KEY", "from_openai_chat", "to_openai_chat", "to_openai_chat_json"]
 
 #: The ``Message.meta`` key holding the Chat Completions fields ctxtrim has no place for.
 KEY = "openai_chat"
@@ -171,6 +177,69 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
+_PLAIN_ROLES = frozenset({"system", "user"})
+
+
+def _fast(msg: Any) -> Message | ToolResultBlock | None:
+    """The common shapes converted without the general reader, or None: a ``system``/``user``
+    message whose content is a string, an ``assistant`` one with string or null content and
+    plain function calls whose ``arguments`` are the compact JSON of a dict, a ``tool``
+    message with string content (its result block, for the run it joins). These need no
+    record, so the result is exactly what the general reader makes; anything else (extra
+    keys, a ``name``, parts, odd arguments, bad values) goes to the general reader, which
+    records what it must or names what is wrong."""
+    if type(msg) is not dict:
+        return None
+    role = msg.get("role")
+    if type(role) is not str:
+        return None
+    content = msg.get("content")
+    try:
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if len(msg) == 3 and type(content) is str and type(call_id) is str and call_id:
+                return ToolResultBlock(call_id, content)
+            return None
+        if role in _PLAIN_ROLES:
+            if len(msg) == 2 and type(content) is str:
+                return Message(role, (TextBlock(content),))  # type: ignore[arg-type]
+            return None
+        if role != "assistant" or "content" not in msg or "name" in msg:
+            return None
+        if type(content) is str:
+            blocks: list[Block] = [TextBlock(content)]
+        elif content is None:
+            blocks = []
+        else:
+            return None
+        calls = msg.get("tool_calls")
+        if calls is None:
+            return Message("assistant", tuple(blocks)) if len(msg) == 2 else None
+        if len(msg) != 3 or type(calls) is not list or not calls:
+            return None
+        for call in calls:
+            if type(call) is not dict or len(call) != 3 or call.get("type") != "function":
+                return None
+            fn = call.get("function")
+            call_id = call.get("id")
+            if type(fn) is not dict or len(fn) != 2 or type(call_id) is not str or not call_id:
+                return None
+            name, text = fn.get("name"), fn.get("arguments")
+            if type(name) is not str or not name or type(text) is not str or not text:
+                return None
+            args = _loads(text)
+            if type(args) is not dict or _dumps(args) != text or RAW_ARGUMENTS in args:
+                return None
+            blocks.append(ToolUseBlock(call_id, name, args))
+        return Message("assistant", tuple(blocks))
+    except (InvalidMessage, ValueError, RecursionError):
+        return None  # the general reader names the problem
+
+
+_loads = json.JSONDecoder().decode
+_dumps = COMPACT_JSON.encode
+
+
 def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
     """Chat Completions ``messages`` (a list, or a request body with ``"messages"``) → messages.
 
@@ -198,6 +267,17 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             run_units.clear()
 
     for i, raw in enumerate(items):
+        fast = _fast(raw)
+        if type(fast) is ToolResultBlock:
+            if not run:
+                run_path = f"messages[{i}]"
+            run.append(fast)
+            run_units.append({"t": "tool", "n": 1})
+            continue
+        if fast is not None:
+            flush()
+            out.append(fast)  # type: ignore[arg-type]
+            continue
         path = f"messages[{i}]"
         msg = expect_dict(raw, path)
         role = expect_str(required(msg, "role", path), f"{path}.role")
@@ -309,71 +389,83 @@ def _check_images(blocks: Sequence[Block], path: str, at: int, where: str) -> No
 
 def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """ctxtrim messages → Chat Completions ``messages`` (see the module docstring for what
-    cannot be carried)."""
+    cannot be carried). Each message is converted once and kept; every call returns fresh
+    dicts."""
+    return decode_json(to_openai_chat_json(messages))  # type: ignore[no-any-return]
+
+
+def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
+    """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
+    that post raw bodies: the messages' kept renderings joined, nothing decoded."""
+    return json_array(rendered_json(messages, _ATTR, _render))
+
+
+#: Where a message keeps its Chat Completions rendering.
+_ATTR = "_ctxtrim_openai_chat"
+
+
+def _render(m: Message, path: str) -> list[dict[str, Any]]:
+    """One message's Chat Completions messages."""
     out: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        path = f"messages[{i}]"
-        if type(m) is not Message:
-            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
-        at = 0
-        for unit, blocks in units_for(m, KEY, _default, _fits):
-            d: dict[str, Any]
-            if unit["t"] == "tool":
-                result = blocks[0]
-                assert type(result) is ToolResultBlock
-                if isinstance(result.content, str):
-                    content: Any = result.content
-                else:
-                    _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
-                    content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
-                    for k, part in enumerate(content):
-                        merge_keys(part, part_record(unit, k))
-                d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
-            elif m.role == "system":
-                d = {"role": "developer" if unit.get("role") == "developer" else "system"}
-                if m.name is not None:
-                    d["name"] = m.name
-                d["content"] = _render_content(blocks, unit)
-            elif m.role == "assistant":
-                _check_images(blocks, path, at, "an assistant message")
-                d = {"role": "assistant"}
-                if m.name is not None:
-                    d["name"] = m.name
-                texts = [b for b in blocks if type(b) is TextBlock]
-                if unit.get("form") != "absent" or texts:
-                    d["content"] = _render_content(blocks, unit)
-                calls = []
-                for k, b in enumerate(blocks):
-                    if type(b) is not ToolUseBlock:
-                        continue
-                    record = part_record(unit, k)
-                    raw = record.get("arguments")
-                    args = dumps_arguments(b.input)
-                    if isinstance(raw, str) and raw != args:
-                        try:
-                            if loads_arguments(raw, "") == b.input:
-                                args = raw
-                        except InvalidMessage:
-                            pass
-                    fn: dict[str, Any] = {"name": b.name, "arguments": args}
-                    if isinstance(record.get("function"), dict):
-                        merge_keys(fn, {"keys": record["function"]})
-                    call: dict[str, Any] = {"id": b.id}
-                    if not record.get("no_type"):
-                        call["type"] = "function"
-                    call["function"] = fn
-                    calls.append(merge_keys(call, record))
-                if calls or unit.get("empty_tool_calls"):
-                    d["tool_calls"] = calls
-                elif unit.get("null_tool_calls"):
-                    d["tool_calls"] = None
+    at = 0
+    for unit, blocks in units_for(m, KEY, _default, _fits):
+        d: dict[str, Any]
+        if unit["t"] == "tool":
+            result = blocks[0]
+            assert type(result) is ToolResultBlock
+            if isinstance(result.content, str):
+                content: Any = result.content
             else:
-                d = {"role": "user"}
-                if m.name is not None:
-                    d["name"] = m.name
+                _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
+                content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
+                for k, part in enumerate(content):
+                    merge_keys(part, part_record(unit, k))
+            d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
+        elif m.role == "system":
+            d = {"role": "developer" if unit.get("role") == "developer" else "system"}
+            if m.name is not None:
+                d["name"] = m.name
+            d["content"] = _render_content(blocks, unit)
+        elif m.role == "assistant":
+            _check_images(blocks, path, at, "an assistant message")
+            d = {"role": "assistant"}
+            if m.name is not None:
+                d["name"] = m.name
+            texts = [b for b in blocks if type(b) is TextBlock]
+            if unit.get("form") != "absent" or texts:
                 d["content"] = _render_content(blocks, unit)
-            if m.name is None and unit.get("null_name") and unit["t"] != "tool":
-                d["name"] = None
-            out.append(merge_keys(d, unit))
-            at += len(blocks)
+            calls = []
+            for k, b in enumerate(blocks):
+                if type(b) is not ToolUseBlock:
+                    continue
+                record = part_record(unit, k)
+                raw = record.get("arguments")
+                args = dumps_arguments(b.input)
+                if isinstance(raw, str) and raw != args:
+                    try:
+                        if loads_arguments(raw, "") == b.input:
+                            args = raw
+                    except InvalidMessage:
+                        pass
+                fn: dict[str, Any] = {"name": b.name, "arguments": args}
+                if isinstance(record.get("function"), dict):
+                    merge_keys(fn, {"keys": record["function"]})
+                call: dict[str, Any] = {"id": b.id}
+                if not record.get("no_type"):
+                    call["type"] = "function"
+                call["function"] = fn
+                calls.append(merge_keys(call, record))
+            if calls or unit.get("empty_tool_calls"):
+                d["tool_calls"] = calls
+            elif unit.get("null_tool_calls"):
+                d["tool_calls"] = None
+        else:
+            d = {"role": "user"}
+            if m.name is not None:
+                d["name"] = m.name
+            d["content"] = _render_content(blocks, unit)
+        if m.name is None and unit.get("null_name") and unit["t"] != "tool":
+            d["name"] = None
+        out.append(merge_keys(d, unit))
+        at += len(blocks)
     return out

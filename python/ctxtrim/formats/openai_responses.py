@@ -49,6 +49,7 @@ from ._common import (
     Unit,
     build,
     data_url,
+    decode_json,
     dumps_arguments,
     expect_dict,
     expect_list,
@@ -56,15 +57,23 @@ from ._common import (
     extra_keys,
     finish_parts,
     image_from_data_url,
+    json_array,
     loads_arguments,
     make_message,
     merge_keys,
     part_record,
+    rendered_json,
     required,
     units_for,
 )
 
-__all__ = ["KEY", "SUMMARY_SEPARATOR", "from_openai_responses", "to_openai_responses"]
+__all__ = [
+    "KEY",
+    "SUMMARY_SEPARATOR",
+    "from_openai_responses",
+    "to_openai_responses",
+    "to_openai_responses_json",
+]
 
 #: The ``Message.meta`` key holding the Responses fields ctxtrim has no place for.
 KEY = "openai_responses"
@@ -301,84 +310,91 @@ def _render_parts(blocks: Sequence[Block], unit: Unit, *, assistant: bool) -> li
 
 def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """ctxtrim messages → Responses ``input`` items (see the module docstring for what cannot
-    be carried)."""
+    be carried). Each message is converted once and kept; every call returns fresh dicts."""
+    return decode_json(to_openai_responses_json(messages))  # type: ignore[no-any-return]
+
+
+def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
+    """:func:`to_openai_responses` as JSON bytes (the request's ``input`` array), for servers
+    that post raw bodies: the messages' kept renderings joined, nothing decoded."""
+    return json_array(rendered_json(messages, _ATTR, _render))
+
+
+#: Where a message keeps its Responses rendering.
+_ATTR = "_ctxtrim_openai_responses"
+
+
+def _render(m: Message, path: str) -> list[dict[str, Any]]:
+    """One message's Responses input items."""
     out: list[dict[str, Any]] = []
-    for i, m in enumerate(messages):
-        path = f"messages[{i}]"
-        if type(m) is not Message:
-            raise InvalidMessage(f"expected a Message, got {type(m).__name__}", path)
-        at = 0
-        for unit, blocks in units_for(m, KEY, _default, _fits):
-            kind = unit["t"]
-            item: dict[str, Any]
-            if kind == "message":
-                assistant = m.role == "assistant"
-                if assistant:
-                    for k, b in enumerate(blocks):
-                        if type(b) is ImageBlock:
-                            raise InvalidMessage(
-                                "an image in an assistant message cannot be expressed in the "
-                                "OpenAI Responses format",
-                                f"{path}.content[{at + k}]",
-                            )
-                role = (
-                    "developer"
-                    if m.role == "system" and unit.get("role") == "developer"
-                    else m.role
-                )
-                single = len(blocks) == 1 and type(blocks[0]) is TextBlock
-                as_str = single and (
-                    unit.get("form") == "str" if assistant else unit.get("form") != "list"
-                )
-                content: Any = (
-                    blocks[0].text  # type: ignore[union-attr]
-                    if as_str
-                    else _render_parts(blocks, unit, assistant=assistant)
-                )
-                item = {"role": role, "content": content}
-                if not unit.get("short"):
-                    item = {"type": "message", **item}
-            elif kind == "call":
-                b = blocks[0]
-                assert type(b) is ToolUseBlock
-                args = dumps_arguments(b.input)
-                raw = unit.get("arguments")
-                if isinstance(raw, str) and raw != args:
-                    try:
-                        if loads_arguments(raw, "") == b.input:
-                            args = raw
-                    except InvalidMessage:
-                        pass
-                item = {"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}
-            elif kind == "output":
-                r = blocks[0]
-                assert type(r) is ToolResultBlock
-                output: Any = (
-                    r.content
-                    if isinstance(r.content, str)
-                    else _render_parts(r.content, unit, assistant=False)
-                )
-                item = {"type": "function_call_output", "call_id": r.tool_use_id, "output": output}
-            else:
-                rb = blocks[0]
-                assert type(rb) is ReasoningBlock
-                if rb.redacted:
-                    at += len(blocks)
-                    continue
-                summary = unit.get("summary")
-                if not (
-                    isinstance(summary, list)
-                    and all(isinstance(s, dict) and isinstance(s.get("text"), str) for s in summary)
-                    and SUMMARY_SEPARATOR.join(s["text"] for s in summary) == rb.text
-                ):
-                    summary = [{"type": "summary_text", "text": rb.text}] if rb.text else []
-                item = {"type": "reasoning", "summary": summary}
-                if rb.signature:
-                    item["encrypted_content"] = rb.signature
-                elif unit.get("null_encrypted"):
-                    item["encrypted_content"] = None
-                elif unit.get("empty_encrypted"):
-                    item["encrypted_content"] = ""
-            out.append(merge_keys(item, unit))
-            at += len(blocks)
+    at = 0
+    for unit, blocks in units_for(m, KEY, _default, _fits):
+        kind = unit["t"]
+        item: dict[str, Any]
+        if kind == "message":
+            assistant = m.role == "assistant"
+            if assistant:
+                for k, b in enumerate(blocks):
+                    if type(b) is ImageBlock:
+                        raise InvalidMessage(
+                            "an image in an assistant message cannot be expressed in the "
+                            "OpenAI Responses format",
+                            f"{path}.content[{at + k}]",
+                        )
+            role = "developer" if m.role == "system" and unit.get("role") == "developer" else m.role
+            single = len(blocks) == 1 and type(blocks[0]) is TextBlock
+            as_str = single and (
+                unit.get("form") == "str" if assistant else unit.get("form") != "list"
+            )
+            content: Any = (
+                blocks[0].text  # type: ignore[union-attr]
+                if as_str
+                else _render_parts(blocks, unit, assistant=assistant)
+            )
+            item = {"role": role, "content": content}
+            if not unit.get("short"):
+                item = {"type": "message", **item}
+        elif kind == "call":
+            b = blocks[0]
+            assert type(b) is ToolUseBlock
+            args = dumps_arguments(b.input)
+            raw = unit.get("arguments")
+            if isinstance(raw, str) and raw != args:
+                try:
+                    if loads_arguments(raw, "") == b.input:
+                        args = raw
+                except InvalidMessage:
+                    pass
+            item = {"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}
+        elif kind == "output":
+            r = blocks[0]
+            assert type(r) is ToolResultBlock
+            output: Any = (
+                r.content
+                if isinstance(r.content, str)
+                else _render_parts(r.content, unit, assistant=False)
+            )
+            item = {"type": "function_call_output", "call_id": r.tool_use_id, "output": output}
+        else:
+            rb = blocks[0]
+            assert type(rb) is ReasoningBlock
+            if rb.redacted:
+                at += len(blocks)
+                continue
+            summary = unit.get("summary")
+            if not (
+                isinstance(summary, list)
+                and all(isinstance(s, dict) and isinstance(s.get("text"), str) for s in summary)
+                and SUMMARY_SEPARATOR.join(s["text"] for s in summary) == rb.text
+            ):
+                summary = [{"type": "summary_text", "text": rb.text}] if rb.text else []
+            item = {"type": "reasoning", "summary": summary}
+            if rb.signature:
+                item["encrypted_content"] = rb.signature
+            elif unit.get("null_encrypted"):
+                item["encrypted_content"] = None
+            elif unit.get("empty_encrypted"):
+                item["encrypted_content"] = ""
+        out.append(merge_keys(item, unit))
+        at += len(blocks)
     return out

@@ -35,12 +35,13 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import operator
+from typing import Any, ClassVar
 
-from ctxtrim.integrations._common import Mirror, missing_extra, select, shrink_until
+from ctxtrim import _core
+from ctxtrim._core import MessageLog
+from ctxtrim.integrations._common import Counts, Mirror, Skeletons, missing_extra, take
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
-from ctxtrim.strategies import FitContextWindow, HeadAndTail, KeepLastMessages
 
 try:
     from autogen_core import Component, ComponentModel, FunctionCall
@@ -113,14 +114,35 @@ def _is_function_call_message(m: object) -> bool:
     )
 
 
+def _drop_leading_orphans(view: list[LLMMessage]) -> list[LLMMessage]:
+    """The view without leading ``FunctionExecutionResultMessage``\\ s whose calls it does
+    not hold (after its system messages). Cuts are pair-safe, so these can only be results
+    stored without their call (autogen drops them too)."""
+    i = 0
+    while i < len(view) and isinstance(view[i], SystemMessage):
+        i += 1
+    j = i
+    while j < len(view) and isinstance(view[j], FunctionExecutionResultMessage):
+        j += 1  # nothing before them but system messages: none of their calls is in view
+    return view if j == i else [*view[:i], *view[j:]]
+
+
 class _PairSafeContext(ChatCompletionContext):
-    """Storage as autogen's (``self._messages``), plus a mirror log of skeletons."""
+    """Storage as autogen's (``self._messages``), plus a mirror list of skeletons.
+
+    The mirror follows ``self._messages`` by appending the new messages' skeletons (each
+    message is converted once); the view a call returns is checked object by object against
+    the mirror, so a list changed behind the context's back is re-read rather than trusted.
+    """
+
+    #: The autogen class this one replaces: its dumped configs load as this class.
+    _autogen_name: ClassVar[str] = ""
 
     def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
         super().__init__(initial_messages)
-        self._mirror: Mirror[LLMMessage] = Mirror(to_skeleton, self._count_one())
+        self._mirror: Mirror[LLMMessage] = Mirror(Skeletons(to_skeleton, self._counts()))
 
-    def _count_one(self) -> Any:
+    def _counts(self) -> Counts | None:
         return None
 
     async def clear(self) -> None:
@@ -131,15 +153,31 @@ class _PairSafeContext(ChatCompletionContext):
         await super().load_state(state)
         self._mirror.reset()
 
-    def _view(self, picked: Sequence[int | Message]) -> list[LLMMessage]:
-        msgs = self._messages
-        out: list[LLMMessage] = []
-        for p in picked:
-            if isinstance(p, int):
-                out.append(msgs[p])
-            else:  # the HeadAndTail placeholder
-                out.append(UserMessage(content=p.text, source="System"))
-        return out
+    def _sync(self) -> list[Message]:
+        return self._mirror.sync(self._messages)
+
+    def _checked(self, a: int, b: int) -> bool:
+        """Whether the mirror still stands for ``self._messages[a:b]`` object by object
+        (O(b - a)); when not, it is rebuilt (unchanged objects keep their skeletons)."""
+        same = all(map(operator.is_, self._messages[a:b], self._mirror.source[a:b]))
+        if not same:
+            self._mirror.reset()
+        return same
+
+    @classmethod
+    def load_component(cls, model: ComponentModel | dict[str, Any], expected: Any = None) -> Any:
+        """autogen's ``load_component``; a config dumped by the autogen class this one
+        replaces (its provider names it) loads as this class."""
+        if isinstance(model, dict):
+            model = ComponentModel(**model)
+        provider = model.provider.replace("autogen_core.model_context.", "", 1)
+        if (
+            cls._autogen_name
+            and provider.rsplit(".", 1)[-1] == cls._autogen_name
+            and (model.provider.startswith("autogen_core.") or "." not in model.provider)
+        ):
+            model = model.model_copy(update={"provider": cls.component_provider_override})
+        return super().load_component(model, expected)
 
 
 class UnboundedChatCompletionContextConfig(BaseModel):
@@ -152,6 +190,7 @@ class UnboundedChatCompletionContext(
     """Every message (a copy of the list: clearing it does not empty the context)."""
 
     component_config_schema = UnboundedChatCompletionContextConfig
+    _autogen_name = "UnboundedChatCompletionContext"
     component_provider_override = "ctxtrim.integrations.autogen.UnboundedChatCompletionContext"
 
     async def get_messages(self) -> list[LLMMessage]:
@@ -176,6 +215,7 @@ class BufferedChatCompletionContext(
     """About the last ``buffer_size`` messages, cut at the nearest pair-safe point."""
 
     component_config_schema = BufferedChatCompletionContextConfig
+    _autogen_name = "BufferedChatCompletionContext"
     component_provider_override = "ctxtrim.integrations.autogen.BufferedChatCompletionContext"
 
     def __init__(self, buffer_size: int, initial_messages: list[LLMMessage] | None = None) -> None:
@@ -183,11 +223,24 @@ class BufferedChatCompletionContext(
         if buffer_size <= 0:
             raise ValueError("buffer_size must be greater than 0.")
         self._buffer_size = buffer_size
-        self._strategy = KeepLastMessages(buffer_size, pin_task=False, start_with_user=False)
 
     async def get_messages(self) -> list[LLMMessage]:
-        log = self._mirror.sync(self._messages)
-        return self._view(select(self._strategy, log))
+        while True:
+            skeletons = self._sync()
+            ranges, unchanged, _ = _core.cut_window(
+                skeletons,
+                "messages",
+                self._buffer_size,
+                pin_task=False,
+                start_with_user=False,
+            )
+            n = len(skeletons)
+            s = ranges[-1][0]
+            # What the decision read: the kept messages and the one before the cut.
+            if unchanged or self._checked(max(s - 1, 0), n):
+                break
+        view = list(self._messages) if unchanged else take(self._messages, ranges)
+        return _drop_leading_orphans(view)
 
     def _to_config(self) -> BufferedChatCompletionContextConfig:
         return BufferedChatCompletionContextConfig(
@@ -213,6 +266,7 @@ class HeadAndTailChatCompletionContext(
     cuts) with a ``"Skipped N messages."`` placeholder that counts every message left out."""
 
     component_config_schema = HeadAndTailChatCompletionContextConfig
+    _autogen_name = "HeadAndTailChatCompletionContext"
     component_provider_override = "ctxtrim.integrations.autogen.HeadAndTailChatCompletionContext"
 
     def __init__(
@@ -225,18 +279,25 @@ class HeadAndTailChatCompletionContext(
             raise ValueError("tail_size must be greater than 0.")
         self._head_size = head_size
         self._tail_size = tail_size
-        self._strategy = HeadAndTail(
-            head_size,
-            tail_size,
-            placeholder="Skipped {skipped} messages.",
-            pin_task=False,
-        )
+        self._mirror = Mirror(self._mirror.skeletons, with_log=True)
 
     async def get_messages(self) -> list[LLMMessage]:
-        if len(self._messages) <= self._head_size + self._tail_size:
-            return list(self._messages)
-        log = self._mirror.sync(self._messages)
-        return self._view(select(self._strategy, log))
+        msgs = self._messages
+        n = len(msgs)
+        if n <= self._head_size + self._tail_size:
+            return _drop_leading_orphans(list(msgs))
+        while True:
+            self._sync()
+            log = self._mirror.log
+            system_end = log.pinned_head(False)[0]
+            h = max(log.safe_cut_at_or_before(self._head_size), system_end)
+            t = log.safe_cut_at_or_before(n - self._tail_size)
+            if t <= h:
+                return _drop_leading_orphans(list(msgs))
+            if self._checked(0, h) and self._checked(max(t - 1, 0), n):
+                break
+        placeholder = UserMessage(content=f"Skipped {t - h} messages.", source="System")
+        return _drop_leading_orphans([*msgs[:h], placeholder, *msgs[t:]])
 
     def _to_config(self) -> HeadAndTailChatCompletionContextConfig:
         return HeadAndTailChatCompletionContextConfig(
@@ -272,6 +333,7 @@ class TokenLimitedChatCompletionContext(
     """
 
     component_config_schema = TokenLimitedChatCompletionContextConfig
+    _autogen_name = "TokenLimitedChatCompletionContext"
     component_provider_override = "ctxtrim.integrations.autogen.TokenLimitedChatCompletionContext"
 
     def __init__(
@@ -291,10 +353,19 @@ class TokenLimitedChatCompletionContext(
         self._pin_task = pin_task
         super().__init__(initial_messages)
 
-    def _count_one(self) -> Any:
+    def _counts(self) -> Counts:
         client = self._model_client
-        # Each message alone, without tools: the tools' share is counted once, in _limit.
-        return lambda m: client.count_tokens([m], tools=[])
+        overhead: list[int] = []
+
+        def one(m: LLMMessage) -> int:
+            # A message alone, without tools, less what the client adds to every request
+            # (priming, 3 tokens for OpenAI, 15 for Ollama): the per-message counts sum to
+            # the view's count less that overhead, so views are not over-trimmed.
+            if not overhead:
+                overhead.append(int(client.count_tokens([], tools=[])))
+            return int(client.count_tokens([m], tools=[])) - overhead[0]
+
+        return Counts(one)
 
     def _tokens(self, messages: list[LLMMessage]) -> int:
         return int(self._model_client.count_tokens(messages, tools=self._tool_schema))
@@ -308,26 +379,50 @@ class TokenLimitedChatCompletionContext(
         return int(client.remaining_tokens([], tools=self._tool_schema)) + self._tokens([])
 
     async def get_messages(self) -> list[LLMMessage]:
-        msgs = list(self._messages)
+        msgs = self._messages
         if not msgs:
-            return msgs
+            return []
         window = self._window()
-        log = self._mirror.sync(msgs)
-        fixed = self._tokens([])  # the tools' share; per-message counts exclude it
-        # The cached per-message counts decide; the client then checks only what is kept
-        # (bounded by the limit), never the whole history: O(kept) client work per view.
-        if log.total_tokens + fixed <= window and self._tokens(msgs) <= window:
-            return msgs
+        fixed = self._tokens([])  # the tools' share and the request overhead
         budget = max(window - fixed, 1)
-        strategy = FitContextWindow(budget, pin_task=self._pin_task, start_with_user=False)
-        picked = [p for p in select(strategy, log) if isinstance(p, int)]
-        kept = shrink_until(
-            log,
-            picked,
-            lambda idx: self._tokens([msgs[i] for i in idx]) <= window,
-            pin_task=self._pin_task,
-        )
-        return [msgs[i] for i in kept]
+        counts = self._mirror.skeletons.counts
+        while True:
+            skeletons = self._sync()
+            ranges, unchanged, _ = _core.cut_window(
+                skeletons,
+                "budget",
+                budget,
+                pin_task=self._pin_task,
+                start_with_user=False,
+                counter=counts,
+            )
+            s = ranges[-1][0]
+            checks = [(max(s - 1, 0), len(msgs)), *ranges[:-1]]
+            if unchanged or all(self._checked(a, b) for a, b in checks):
+                break
+        if unchanged:
+            view = _drop_leading_orphans(list(msgs))
+            if self._tokens(view) <= window:
+                return view
+            system_end, task, floor, contiguous = MessageLog(skeletons).pinned_head(self._pin_task)
+            if task is None or contiguous:
+                pinned = [(0, floor if task is not None else system_end)]
+            else:
+                pinned = [(0, system_end), (task, task + 1)]
+            ranges = [*pinned, (pinned[-1][1], len(msgs))]
+        # The per-message counts decided; the client checks only what is kept (one call,
+        # bounded by the limit) and, if its own count is over, the suffix's start moves on
+        # to the next pair-safe cut until it fits: O(kept) client work per view.
+        head = take(msgs, ranges[:-1])
+        s, n = ranges[-1]
+        suffix = MessageLog(skeletons[s:n])  # pair-safety of a suffix depends on it alone
+        c = 0
+        while c < n - s:
+            view = _drop_leading_orphans([*head, *msgs[s + c : n]])
+            if self._tokens(view) <= window:
+                return view
+            c = suffix.safe_cut_at_or_after(c + 1)
+        return _drop_leading_orphans(head)
 
     def _to_config(self) -> TokenLimitedChatCompletionContextConfig:
         return TokenLimitedChatCompletionContextConfig(

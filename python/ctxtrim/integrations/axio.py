@@ -82,7 +82,8 @@ def _block_to_axio(b: Block) -> Any:
     if isinstance(b, TextBlock):
         return ab.TextBlock(b.text)
     if isinstance(b, ImageBlock):
-        return ab.ImageBlock(b.media_type, b.data)
+        # axio types media_type as the four web image types; ctxtrim keeps what it was given.
+        return ab.ImageBlock(b.media_type, b.data)  # type: ignore[arg-type]
     if isinstance(b, ToolUseBlock):
         return ab.ToolUseBlock(b.id, b.name, dict(b.input))
     if isinstance(b, ReasoningBlock):

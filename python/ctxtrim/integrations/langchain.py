@@ -33,13 +33,14 @@ Deliberate differences from langchain-core (docs/design.md, "Integrations"):
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from ctxtrim._core import MessageLog
-from ctxtrim.integrations._common import missing_extra
+from ctxtrim.integrations._common import Counts, Skeletons, budget_window, missing_extra
 from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 
 try:
@@ -53,6 +54,7 @@ try:
     )
     from langchain_core.messages import trim_messages as _lc_trim
     from langchain_core.messages.utils import count_tokens_approximately
+    from langchain_core.runnables import Runnable, RunnableLambda
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("langchain-core", "langchain", _err) from _err
 
@@ -208,7 +210,24 @@ def _segment_counts(
     return tokens
 
 
+@overload
+def trim_messages(messages: None = None, **kwargs: Any) -> Runnable[Any, list[BaseMessage]]: ...
+@overload
+def trim_messages(messages: Iterable[Any] | Any, **kwargs: Any) -> list[BaseMessage]: ...
 def trim_messages(
+    messages: Iterable[Any] | Any = None, **kwargs: Any
+) -> list[BaseMessage] | Runnable[Any, list[BaseMessage]]:
+    """langchain-core's ``trim_messages``, with every cut on a pair-safe index.
+
+    Called without messages (``trim_messages(max_tokens=..., ...)``) it returns a
+    ``Runnable`` doing the trim, as langchain's does, for ``trimmer | llm`` chains.
+    """
+    if messages is None:
+        return RunnableLambda(functools.partial(_trim, **kwargs), name="trim_messages")
+    return _trim(messages, **kwargs)
+
+
+def _trim(
     messages: Iterable[Any] | Any,
     *,
     max_tokens: int,
@@ -220,7 +239,6 @@ def trim_messages(
     include_system: bool = False,
     text_splitter: Any = None,
 ) -> list[BaseMessage]:
-    """langchain-core's ``trim_messages``, with every cut on a pair-safe index."""
     if start_on and strategy == "first":
         raise ValueError("start_on parameter is only valid with strategy='last'")
     if include_system and strategy == "first":
@@ -229,6 +247,19 @@ def trim_messages(
         raise ValueError(
             f"Unrecognized strategy={strategy!r}. Supported strategies are 'last' and 'first'."
         )
+    if strategy == "last" and isinstance(messages, (list, tuple)):
+        fast = _fast_last(
+            messages,
+            max_tokens,
+            token_counter,
+            allow_partial,
+            end_on,
+            start_on,
+            include_system,
+            text_splitter,
+        )
+        if fast is not None:
+            return fast
     msgs: list[BaseMessage] = convert_to_messages(messages)
     count_list, _ = _counters(token_counter, msgs[0] if msgs else None)
     if not msgs:
@@ -369,6 +400,11 @@ def _last(
         if found is None and start_on is not None:
             found = _pinned_task(msgs, sub, head, lo, e, budget, max_tokens, count, start_on)
         if found is None:
+            if allow_partial and start_on is None and e > lo:
+                # langchain: when no whole message fits, part of the newest one does.
+                part = _partial(msgs[e - 1], budget, count, "last", text_splitter)
+                if part is not None and count([*head, part]) <= max_tokens:
+                    return [*head, part]
             continue
         c, out = found
         if allow_partial and c > lo:
@@ -436,3 +472,117 @@ def _pinned_task(
         if c >= e:
             return None
         c = log.safe_cut_at_or_after(c + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fast path: strategy="last" with a counter that is a sum over messages.
+
+
+def _fast_skeleton(message: Any, i: int) -> Message:
+    """A skeleton of its own per message (the counts are bound to it). System messages get
+    a plain user skeleton: the core would pin them, langchain pins only with
+    ``include_system``, which this path handles itself."""
+    if not isinstance(message, BaseMessage):
+        # Caught by _fast_last: the general path converts it (or raises langchain's error).
+        raise TypeError("not a BaseMessage")
+    sk = to_skeleton(message, i)
+    if sk is _USER or sk is _SYSTEM:
+        return Message.user("")
+    if sk is _AI:
+        return Message.assistant("")
+    return sk
+
+
+#: Per counter function, the skeletons of the messages it has priced (each counted once).
+#: A few counters at most; each cache is bounded by the histories it serves.
+_FAST: dict[int, tuple[Any, Skeletons[BaseMessage]]] = {}
+
+
+def _per_message(token_counter: Any) -> Callable[[BaseMessage], int] | None:
+    """The per-message count, when the counter is a sum of per-message counts (langchain's
+    approximate counter; a function annotated to take one ``BaseMessage``)."""
+    if token_counter == "approximate" or token_counter is count_tokens_approximately:
+        return lambda m: count_tokens_approximately([m])
+    if isinstance(token_counter, str) or not callable(token_counter):
+        return None
+    if hasattr(token_counter, "get_num_tokens_from_messages"):
+        return None
+    try:
+        params = list(inspect.signature(token_counter).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if params and params[0].annotation in (BaseMessage, "BaseMessage"):
+        return lambda m: int(token_counter(m))
+    return None
+
+
+def _skeletons_for(token_counter: Any, one: Callable[[BaseMessage], int]) -> Skeletons[BaseMessage]:
+    key = id(count_tokens_approximately) if token_counter == "approximate" else id(token_counter)
+    hit = _FAST.get(key)
+    if hit is None or (hit[0] is not token_counter and token_counter != "approximate"):
+        if len(_FAST) >= 8:
+            _FAST.pop(next(iter(_FAST)))
+        hit = (token_counter, Skeletons(_fast_skeleton, Counts(one)))
+        _FAST[key] = hit
+    return hit[1]
+
+
+def _fast_last(
+    msgs: Sequence[Any],
+    max_tokens: int,
+    token_counter: Any,
+    allow_partial: bool,
+    end_on: _MessageType | None,
+    start_on: _MessageType | None,
+    include_system: bool,
+    text_splitter: Any,
+) -> list[BaseMessage] | None:
+    """``strategy="last"`` reading only the window: None when the general path must decide
+    (a counter that is not a sum over messages, an item that is not a message, ``end_on``
+    dropping trailing messages, nothing fitting, no ``start_on`` match in the window)."""
+    one = _per_message(token_counter)
+    n = len(msgs)
+    if one is None or n == 0:
+        return None
+    try:
+        last = msgs[-1]
+        if not isinstance(last, BaseMessage) or (end_on is not None and not _is_type(last, end_on)):
+            return None
+        skeletons = _skeletons_for(token_counter, one)
+        first = msgs[0]
+        head: list[BaseMessage] = []
+        budget = max_tokens
+        if include_system and isinstance(first, SystemMessage):
+            head = [first]
+            budget -= one(first)
+            if budget < 0:
+                return None
+        ranges, unchanged, over = budget_window(msgs, skeletons, budget, pin_task=False)
+    except TypeError:
+        return None
+    if unchanged:
+        return list(msgs)
+    if over or not ranges:
+        return None
+    s, e = ranges[-1]
+    lo = len(head)
+    c = max(s, lo)
+    if start_on is not None:
+        c0 = c
+        suffix = MessageLog(skeletons.of(msgs[c0:e], c0))
+        while c < e and not (_is_type(msgs[c], start_on) and suffix.is_safe_cut(c - c0)):
+            c += 1
+        if c >= e:
+            return None
+    out = [*head, *msgs[c:e]]
+    if allow_partial and c > lo:
+        used = sum(one(m) for m in out)
+        part = _partial(msgs[c - 1], max_tokens - used, _sum(one), "last", text_splitter)
+        if part is not None and (start_on is None or _is_type(part, start_on)):
+            if used + one(part) <= max_tokens:
+                out = [*head, part, *out[lo:]]
+    return out
+
+
+def _sum(one: Callable[[BaseMessage], int]) -> Callable[[list[BaseMessage]], int]:
+    return lambda ms: sum(one(m) for m in ms)

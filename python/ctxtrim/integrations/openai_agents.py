@@ -27,14 +27,21 @@ sends the orphan to the model.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
-from ctxtrim._core import MessageLog
 from ctxtrim.errors import InvalidMessage, StaleGenerationError
 from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
-from ctxtrim.integrations._common import missing_extra, select
+from ctxtrim.integrations._common import (
+    Skeletons,
+    budget_window,
+    closed_from,
+    missing_extra,
+    take,
+)
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.strategies import FitContextWindow
@@ -42,6 +49,7 @@ from ctxtrim.tokens import TokenCounter
 
 try:
     from agents.memory import SessionSettings
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("openai-agents", "openai-agents", _err) from _err
 
@@ -89,61 +97,118 @@ def message_to_items(message: Message) -> list[dict[str, Any]]:
 
 
 class CtxtrimSession:
-    """An openai-agents ``Session`` on a ctxtrim store (a memory store when none given)."""
+    """An openai-agents ``Session`` on a ctxtrim store.
+
+    ``CtxtrimSession(store)`` uses a :class:`ctxtrim.ContextStore` you opened;
+    ``CtxtrimSession(session_id, db_path)`` is ``SQLiteSession``'s synchronous constructor:
+    a SQLite store at ``db_path``, opened on first use (``":memory:"``, the default, keeps
+    the session in memory). ``session_settings`` is a ``SessionSettings``, a dict of its
+    fields (unknown keys raise ``TypeError``) or None (``SessionSettings()``).
+    After :meth:`close` every call raises ``RuntimeError``, as ``SQLiteSession``'s do.
+    """
 
     def __init__(
         self,
-        store: ContextStore | None = None,
+        store: ContextStore | str | None = None,
+        db_path: str | os.PathLike[str] = ":memory:",
         *,
         session_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
+        self._db_path: str | os.PathLike[str] | None = None
+        if isinstance(store, str):
+            if session_id is not None and session_id != store:
+                raise ValueError(f"session_id given twice: {store!r} and {session_id!r}")
+            session_id, store = store, None
+            if str(db_path) != ":memory:":
+                self._db_path = db_path
+        elif str(db_path) != ":memory:":
+            raise ValueError("db_path goes with a session id: CtxtrimSession(session_id, db_path)")
         if store is None:
-            store = MemoryContextStore(session_id=session_id)
+            if self._db_path is None:
+                store = MemoryContextStore(session_id=session_id)
+            elif not session_id:
+                raise ValueError("a session id is needed to open a database session")
+        elif not isinstance(store, ContextStore):
+            raise TypeError(f"expected a ContextStore or a session id, got {type(store).__name__}")
         elif session_id is not None and session_id != store.session_id:
             raise ValueError(
                 f"session_id {session_id!r} differs from the store's {store.session_id!r}"
             )
-        self.store = store
-        self.session_id: str = store.session_id
-        self.session_settings: SessionSettings | None = session_settings
+        self._store: ContextStore | None = store
+        self._owned = store is None  # opened here, so closed here
+        self.session_id: str = store.session_id if store is not None else str(session_id)
+        self.session_settings: SessionSettings = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
+        self._closed = False
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def store(self) -> ContextStore:
+        """The store (a database session's is opened by the first call)."""
+        if self._store is None:
+            raise RuntimeError("the store opens on the first call of this session")
+        return self._store
+
+    async def _open(self) -> ContextStore:
+        if self._closed:
+            raise RuntimeError("CtxtrimSession is closed")
+        if self._store is None:
+            from ctxtrim.stores.sqlite import SQLiteContextStore
+
+            assert self._db_path is not None
+            self._store = await SQLiteContextStore.open(self._db_path, self.session_id)
+        return self._store
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The latest ``limit`` items (all when None; ``session_settings.limit`` when set),
-        chronological, starting at a pair-safe item."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        chronological, starting at a pair-safe item.
+
+        A bounded read, on every store: the last ``limit`` messages (each holds at least one
+        item), moved forward to the first pair-safe cut among them — whether a cut is safe
+        depends only on the messages after it, so the read needs nothing older.
+        """
+        store = await self._open()
+        limit = resolve_session_limit(limit, self.session_settings)
         if limit is None:
-            return [it for m in await self.store.get_history() for it in message_to_items(m)]
+            return [it for m in await store.get_history() for it in message_to_items(m)]
         if limit <= 0:
             return []
-        log = await self.store.load_log()
-        n = len(log)
+        messages = await store.get_history(limit)
+        n = len(messages)
         # Walk back whole messages while they fit in `limit` items.
         tail: list[list[dict[str, Any]]] = []
         size = 0
         start = n
         while start > 0:
-            items = message_to_items(log[start - 1])
+            items = message_to_items(messages[start - 1])
             if size + len(items) > limit:
                 break
             tail.append(items)
             size += len(items)
             start -= 1
-        cut = log.safe_cut_at_or_after(start) if start < n else n
+        # Pair-safety from the messages read alone: a result whose call was not read makes
+        # every cut up to it unsafe.
+        safe = closed_from(messages, start)
+        cut = next((start + j for j, ok in enumerate(safe) if ok), n)
         tail.reverse()
         return [it for chunk in tail[cut - start :] for it in chunk]
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items atomically (all are converted first; a bad one changes nothing)."""
+        store = await self._open()
         messages = [item_to_message(it) for it in items]
         if messages:
-            await self.store.append_many(messages)
+            await store.append_many(messages)
 
     async def pop_item(self) -> dict[str, Any] | None:
         """Remove and return the newest item (None when empty)."""
+        store = await self._open()
         for _ in range(8):
-            snap = await self.store.snapshot()
+            snap = await store.snapshot()
             if not snap.messages:
                 return None
             last = snap.messages[-1]
@@ -151,7 +216,7 @@ class CtxtrimSession:
             rest = [item_to_message(it) for it in items[:-1]]
             try:
                 n = len(snap.messages)
-                await self.store.replace_prefix(n, [*snap.messages[:-1], *rest], snap.generation)
+                await store.replace_prefix(n, [*snap.messages[:-1], *rest], snap.generation)
             except StaleGenerationError:
                 continue  # rewritten meanwhile (a compaction): read again
             return items[-1]
@@ -160,7 +225,26 @@ class CtxtrimSession:
         )
 
     async def clear_session(self) -> None:
-        await self.store.clear()
+        await (await self._open()).clear()
+
+    def close(self) -> None:
+        """Close the session (synchronous, as ``SQLiteSession.close``); later calls raise
+        ``RuntimeError``. A store this session opened is closed too (at once when no event
+        loop runs, else in a task of the running loop); a store you passed in stays yours."""
+        if self._closed:
+            return
+        self._closed = True
+        store = self._store
+        if not self._owned or store is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(store.close())
+            return
+        task = loop.create_task(store.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
 
 def trim_input(
@@ -179,16 +263,51 @@ def trim_input(
     strategy = FitContextWindow(
         max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
     )
+    # One message per item object, made when a call first reads it (the head and the tail
+    # of the history only): a call costs O(window), not O(history). The runner hands over
+    # the same item objects call after call when the session keeps them (CtxtrimSession
+    # does); fresh objects are converted as they are read.
+    skeletons: Skeletons[Any] = Skeletons(lambda item, _i: item_to_message(item))
 
     def callback(history: list[Any], new_items: list[Any]) -> list[Any]:
-        combined: Sequence[Any] = [*history, *new_items]
-        messages = [item_to_message(it) for it in combined]
-        picked = select(strategy, _log(messages, counter))
-        return [combined[p] for p in picked if isinstance(p, int)]
+        combined = _Joined(history, new_items)
+        if not len(combined):
+            return []
+        ranges, unchanged, _ = budget_window(
+            combined,
+            skeletons,
+            strategy.budget,
+            pin_task=pin_task,
+            start_with_user=strategy.start_with_user,
+            counter=counter,
+        )
+        return [*history, *new_items] if unchanged else take(combined, ranges)
 
     return callback
 
 
-def _log(messages: list[Message], counter: TokenCounter | None) -> MessageLog:
-    tokens = None if counter is None else [counter.count_message(m) for m in messages]
-    return MessageLog(messages, tokens=tokens)
+class _Joined(Sequence[Any]):
+    """``history + new_items`` without copying the history (slices only copy the slice)."""
+
+    def __init__(self, first: list[Any], second: list[Any]) -> None:
+        self._a = first
+        self._b = second
+
+    def __len__(self) -> int:
+        return len(self._a) + len(self._b)
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Any]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        a, b = self._a, self._b
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                raise ValueError("only contiguous slices")
+            k = len(a)
+            return a[start : min(stop, k)] + b[max(start - k, 0) : max(stop - k, 0)]
+        if i < 0:
+            i += len(self)
+        return a[i] if i < len(a) else b[i - len(a)]

@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxtrim._core import MessageLog
-from ctxtrim.integrations._common import missing_extra, select
+from ctxtrim.integrations._common import Skeletons, budget_window, missing_extra, take
 from ctxtrim.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
@@ -61,7 +60,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def to_skeleton(message: ModelMessage) -> Message:
+def to_skeleton(message: ModelMessage, i: int = 0) -> Message:
     """The ctxtrim skeleton of one pydantic-ai message: role, tool ids and texts."""
     blocks: list[Block] = []
     if isinstance(message, ModelRequest):
@@ -116,6 +115,9 @@ class TrimHistory:
             max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
         )
         self._counter = counter
+        # One skeleton per message object, made when a call first reads it (the head and
+        # the tail of the history only): a call costs O(window), not O(history).
+        self._skeletons: Skeletons[ModelMessage] = Skeletons(to_skeleton)
 
     def __repr__(self) -> str:
         return f"TrimHistory({self._strategy!r})"
@@ -123,13 +125,16 @@ class TrimHistory:
     def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
         if not messages:
             return messages
-        skeletons = [to_skeleton(m) for m in messages]
-        counter = self._counter
-        tokens = None if counter is None else [counter.count_message(s) for s in skeletons]
-        picked = select(self._strategy, MessageLog(skeletons, tokens=tokens))
-        if len(picked) == len(messages):
-            return messages
-        return [messages[p] for p in picked if isinstance(p, int)]
+        strategy = self._strategy
+        ranges, unchanged, _ = budget_window(
+            messages,
+            self._skeletons,
+            strategy.budget,
+            pin_task=strategy.pin_task,
+            start_with_user=strategy.start_with_user,
+            counter=self._counter,
+        )
+        return messages if unchanged else take(messages, ranges)
 
     def capability(self) -> ProcessHistory[Any]:
         """This processor as a pydantic-ai capability: ``Agent(capabilities=[...])``."""

@@ -20,34 +20,70 @@ Invariants the backends rely on:
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import msgspec
 
 from ctxtrim import _core
-from ctxtrim.errors import CorruptRecordError, InvalidMessage, InvalidSessionId, MessageTooLarge
+from ctxtrim.errors import (
+    CorruptRecordError,
+    InvalidArgument,
+    InvalidMessage,
+    InvalidSessionId,
+    MessageTooLarge,
+)
 from ctxtrim.messages import Message
-from ctxtrim.store import _preview
+from ctxtrim.store import (
+    _INT64_MAX,
+    _INT64_MIN,
+    _check_batch,
+    _check_int64,
+    _check_limit,
+    _check_upto,
+    _preview,
+    _tokens_overflow,
+    _upto_past_end,
+)
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "INT64_MAX",
+    "INT64_MIN",
     "MAX_SESSION_ID_BYTES",
+    "LogCache",
+    "check_batch",
+    "check_int64",
     "check_limit",
     "check_max_message_bytes",
     "check_messages",
+    "check_replace_args",
     "check_session_id",
+    "check_timeout",
+    "check_tokens",
     "decode_payload",
     "encode_payload",
+    "load_cached",
     "payload_checksum",
     "preview",
     "token_counts",
+    "tokens_overflow",
+    "upto_past_end",
 ]
 
 #: Default cap on one message's encoded size (JSON bytes): 16 MiB.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: Cap on a session id's UTF-8 length.
 MAX_SESSION_ID_BYTES = 4096
+#: Default bound (seconds) on one call to a server store, waits for a connection included.
+DEFAULT_TIMEOUT = 10.0
+
+INT64_MIN, INT64_MAX = _INT64_MIN, _INT64_MAX
+check_int64 = _check_int64
+check_batch = _check_batch
+tokens_overflow = _tokens_overflow
+upto_past_end = _upto_past_end
 
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(Message).decode
@@ -81,13 +117,30 @@ def check_max_message_bytes(value: object) -> int:
 
 def check_limit(limit: object) -> int | None:
     """Validate ``get_history``'s ``limit`` (None or an int >= 0)."""
-    if limit is None:
-        return None
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
-    if limit < 0:
-        raise ValueError(f"limit must be >= 0, got {limit}")
-    return limit
+    return _check_limit(limit)
+
+
+def check_timeout(timeout: object) -> float:
+    """Validate a store's ``timeout`` option (seconds, a finite number > 0)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < float("inf")
+    ):
+        raise InvalidArgument(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    return float(timeout)
+
+
+def check_tokens(input_tokens: object, output_tokens: object) -> tuple[int, int]:
+    """Both token counts as signed 64-bit ints, or :class:`InvalidArgument` (before I/O)."""
+    return _check_int64("input_tokens", input_tokens), _check_int64("output_tokens", output_tokens)
+
+
+def check_replace_args(upto: object, expected_generation: object, messages: object) -> None:
+    """``replace_prefix``'s argument checks, in the order every store makes them."""
+    _check_upto(upto)
+    _check_int64("expected_generation", expected_generation)
+    _check_batch(messages)
 
 
 def encode_payload(message: object, max_bytes: int, path: str = "message") -> bytes:
@@ -95,7 +148,7 @@ def encode_payload(message: object, max_bytes: int, path: str = "message") -> by
     non-``Message`` (exact type; subclasses would not decode back as themselves) or a message
     that no longer encodes, and :class:`MessageTooLarge` over ``max_bytes``."""
     if type(message) is not Message:
-        raise InvalidMessage(f"expected ctxtrim.Message, got {type(message).__name__}", path)
+        raise InvalidMessage(f"expected a ctxtrim.Message, got {type(message).__name__}", path)
     try:
         data = _ENCODE(message)
     except Exception as e:  # mutated dict holding a set, a lone surrogate, ...
@@ -122,8 +175,7 @@ def encode_payload(message: object, max_bytes: int, path: str = "message") -> by
 
 def check_messages(messages: Iterable[object], max_bytes: int) -> list[bytes]:
     """Encode every message of a batch, or raise naming ``messages[i]`` (nothing stored)."""
-    if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
-        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+    _check_batch(messages)
     return [encode_payload(m, max_bytes, f"messages[{i}]") for i, m in enumerate(messages)]
 
 
@@ -163,3 +215,61 @@ def preview(history: Iterable[Message]) -> str:
     """What ``list_sessions`` shows: the first user text, cut to 80 characters. Consumes
     ``history`` lazily, so a backend can feed it decoded rows one at a time."""
     return _preview(history)
+
+
+class LogCache:
+    """The log a store last read, so that trimming a session every turn reads only the rows
+    appended since (O(new), not O(history)).
+
+    A backend reads ``(generation, since, messages, counts, mark)``: the rows from position
+    ``since`` (``None``: the whole history) of ``generation``, and ``mark``, where the next
+    read starts. Rows only ever get appended within a generation, and everything else
+    (clear, compaction, a removed turn) moves the generation, so a read that continues the
+    cached log from its own mark in its own generation extends it; any other read replaces
+    it. Two loads that raced leave the second's read not continuing the cache: it is read
+    again whole (rare, always correct).
+    """
+
+    __slots__ = ("_generation", "_log", "_mark")
+
+    def __init__(self) -> None:
+        self._generation: int | None = None
+        self._log: _core.MessageLog | None = None
+        self._mark: int | None = None
+
+    def start(self) -> tuple[int | None, int | None]:
+        """``(generation, mark)`` to read from: what the cached log holds."""
+        return (self._generation, self._mark) if self._log is not None else (None, None)
+
+    def load(
+        self,
+        generation: int,
+        since: int | None,
+        messages: Sequence[Message],
+        counts: Sequence[int],
+        mark: int,
+    ) -> _core.MessageLog | None:
+        """The log after that read, or ``None`` if the read does not continue the cache."""
+        log = self._log
+        if since is None:
+            log = _core.MessageLog()
+        elif log is None or since != self._mark or generation != self._generation:
+            return None
+        log.extend(messages, tokens=list(counts))
+        self._log, self._generation, self._mark = log, generation, mark
+        return log.snapshot()
+
+
+LogRead = tuple[int, int | None, list[Message], list[int], int]
+
+
+async def load_cached(
+    cache: LogCache, read: Callable[[int | None, int | None], Awaitable[LogRead]]
+) -> _core.MessageLog:
+    """The session's log through ``cache``: ``read(generation, mark)`` reads what follows
+    ``mark`` if the session is still in ``generation`` (else the whole history)."""
+    log = cache.load(*await read(*cache.start()))
+    if log is None:
+        log = cache.load(*await read(None, None))
+    assert log is not None  # a whole read always replaces the cache
+    return log

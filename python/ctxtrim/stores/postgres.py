@@ -38,9 +38,12 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
+import os
 import re
+import socket
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Sequence
@@ -48,20 +51,37 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ctxtrim import _core
-from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
+from ctxtrim.errors import (
+    InvalidMessage,
+    OutcomeUnknownError,
+    StoreError,
+    stale_generation_error,
+)
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_TIMEOUT,
+    INT64_MAX,
+    INT64_MIN,
+    LogCache,
+    LogRead,
+    check_batch,
     check_limit,
     check_max_message_bytes,
     check_messages,
+    check_replace_args,
     check_session_id,
+    check_timeout,
+    check_tokens,
     decode_payload,
     encode_payload,
+    load_cached,
     payload_checksum,
     preview,
     token_counts,
+    tokens_overflow,
+    upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
 
@@ -142,19 +162,64 @@ def _q(schema: str, text: str) -> sql.Composed:
     )
 
 
-def _store_error(e: BaseException) -> StoreError:
-    if isinstance(e, (psycopg.OperationalError, PoolTimeout)):
-        return StoreError(f"PostgreSQL is unreachable: {e}")
+def _store_error(e: BaseException, write: str = "", severed: bool = False) -> Exception:
+    """The typed error for a driver error. An error the server reported (it has a SQLSTATE:
+    statement timeout, constraint, ...) rolled the statement or transaction back, and a
+    pool timeout sent nothing: :class:`StoreError`. A connection lost (or cut by the
+    store's timeout) with no server verdict during a write: :class:`OutcomeUnknownError`."""
+    if isinstance(e, PoolTimeout):
+        return StoreError(f"PostgreSQL is unreachable (no connection in time): {e}")
+    reason = "no reply within the store's timeout" if severed else str(e)
+    if write and isinstance(e, psycopg.Error) and e.sqlstate is None:
+        return OutcomeUnknownError(
+            f"{write}: connection to PostgreSQL lost ({reason}); the write may or may not"
+            " have been applied",
+            write,
+        )
+    if isinstance(e, psycopg.OperationalError):
+        return StoreError(f"PostgreSQL is unreachable: {reason}")
     return StoreError(f"PostgreSQL error: {e}")
 
 
 @asynccontextmanager
-async def _mapped() -> AsyncIterator[None]:
-    """Turn driver errors into :class:`StoreError` (the driver's error is the cause)."""
+async def _mapped(write: str = "") -> AsyncIterator[None]:
+    """Turn driver errors into typed ones (the driver's error is the cause)."""
     try:
         yield
     except (psycopg.Error, PoolTimeout) as e:
-        raise _store_error(e) from e
+        raise _store_error(e, write) from e
+
+
+def _sever(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Cut a connection whose server does not answer: ``shutdown`` wakes the pending read
+    with end-of-file, so the call fails at once with a connection error (and the pool
+    discards the connection). psycopg's own cancellation would first wait for the server
+    to acknowledge a cancel request, which a stopped server never does."""
+    try:
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, psycopg.Error):
+        pass  # already closed
+
+
+@asynccontextmanager
+async def _bounded(
+    conn: psycopg.AsyncConnection[Any], deadline: float
+) -> AsyncIterator[list[bool]]:
+    """Sever ``conn`` if the block is still running at ``deadline`` (loop time); yields a
+    flag list that says whether it did."""
+    fired = [False]
+
+    def fire() -> None:
+        fired[0] = True
+        _sever(conn)
+
+    handle = asyncio.get_running_loop().call_at(deadline, fire)
+    try:
+        yield fired
+    finally:
+        handle.cancel()
 
 
 async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = "public") -> int:
@@ -215,9 +280,11 @@ class PostgresContextStore(ContextStore):
     _counter: TokenCounter | None
     _max_bytes: int
     _closed: bool
+    _log_cache: LogCache
     _schema: str
     _idempotent: bool
     _key: bytes
+    _timeout: float
 
     def __init__(self) -> None:
         raise TypeError("use `await PostgresContextStore.open(dsn, session_id)`")
@@ -235,6 +302,7 @@ class PostgresContextStore(ContextStore):
         max_connections: int = 4,
         schema: str = "public",
         idempotent_ids: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> PostgresContextStore:
         """Connect, run any missing migrations (under the advisory lock) and return the
         store. Raises :class:`~ctxtrim.errors.StoreError` (cause: the driver's error) when
@@ -242,11 +310,19 @@ class PostgresContextStore(ContextStore):
 
         ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
         message whose id is already stored with the same content stores nothing (a retry
-        after a lost acknowledgement); with different content the batch is refused."""
+        after a lost acknowledgement); with different content the batch is refused.
+
+        ``timeout`` (seconds, default 10) bounds every call, the wait for a pooled
+        connection included: past it the connection is cut and the call raises
+        :class:`~ctxtrim.errors.OutcomeUnknownError` (a write) or ``StoreError`` (a read).
+        The store's own pool also sets ``statement_timeout`` to 90 % of it, so a slow but
+        live server cancels the statement first (``StoreError``: nothing changed). With a
+        ``pool=`` of yours, set ``statement_timeout`` in its ``configure``."""
         if not isinstance(schema, str) or not _SCHEMA_RE.fullmatch(schema):
             raise ValueError(f"schema must match [a-z_][a-z0-9_]{{0,40}}, got {schema!r}")
         sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
         check_max_message_bytes(max_message_bytes)
+        timeout = check_timeout(timeout)
         owned = pool is None
         if pool is None:
             # One direct connection first: it fails fast with the real reason (refused,
@@ -256,14 +332,24 @@ class PostgresContextStore(ContextStore):
                     dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
                 )
                 try:
-                    await migrate(conn, schema)
+                    deadline = asyncio.get_running_loop().time() + max(timeout, connect_timeout)
+                    async with _bounded(conn, deadline):
+                        await migrate(conn, schema)
                 finally:
                     await conn.close()
+            statement_ms = max(1, int(timeout * 900))
+
+            async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+                # A slow but live server cancels the statement itself (SQLSTATE 57014:
+                # rolled back, a StoreError) a little before the client gives up.
+                await conn.execute(f"SET statement_timeout = {statement_ms}")
+
             pool = AsyncConnectionPool(
                 dsn,
                 min_size=1,
                 max_size=max_connections,
-                kwargs={"autocommit": True},
+                kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+                configure=configure,
                 timeout=connect_timeout,
                 open=False,
             )
@@ -278,8 +364,9 @@ class PostgresContextStore(ContextStore):
         self = cls._make(
             _Shared(pool, owned), sid, counter, max_message_bytes, schema, bool(idempotent_ids)
         )
+        self._timeout = timeout
         try:
-            async with self._conn() as conn:  # opening a session creates it (listed, gen 0)
+            async with self._conn("open") as conn:  # opening a session creates it (listed)
                 await conn.execute(
                     self._sql(
                         "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s)"
@@ -311,19 +398,31 @@ class PostgresContextStore(ContextStore):
         self._counter = counter
         self._max_bytes = max_bytes
         self._closed = False
+        self._log_cache = LogCache()
+        self._timeout = DEFAULT_TIMEOUT
         return self
 
     def _sql(self, text: str) -> sql.Composed:
         return _q(self._schema, text)
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _conn(self, write: str = "") -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection for one call, bounded by the store's ``timeout`` from now
+        (the wait for the connection included). ``write`` names a call that changes data,
+        for :class:`OutcomeUnknownError`."""
         if self._closed:
             raise StoreError("the store is closed")
-        async with _mapped(), self._shared.pool.connection() as conn:
-            if not conn.autocommit:  # a caller's pool may not be in autocommit mode
-                await conn.set_autocommit(True)
-            yield conn
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        fired = [False]
+        try:
+            async with self._shared.pool.connection(timeout=self._timeout) as conn:
+                async with _bounded(conn, deadline) as fired:
+                    if not conn.autocommit:  # a caller's pool may not be in autocommit mode
+                        await conn.set_autocommit(True)
+                    yield conn
+        except (psycopg.Error, PoolTimeout) as e:
+            raise _store_error(e, write, fired[0]) from e
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -336,6 +435,7 @@ class PostgresContextStore(ContextStore):
         ``id`` is already stored with the same content is skipped (a retried append); with
         different content the whole batch is refused with
         :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        check_batch(messages)
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
@@ -356,7 +456,7 @@ class PostgresContextStore(ContextStore):
             return
         for attempt in range(5):
             keep = list(range(len(messages)))
-            async with self._conn() as conn:
+            async with self._conn("append") as conn:
                 if by_id:
                     cur = await conn.execute(
                         self._sql(
@@ -403,7 +503,7 @@ class PostgresContextStore(ContextStore):
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def clear(self) -> None:
-        async with self._conn() as conn, conn.transaction():
+        async with self._conn("clear") as conn, conn.transaction():
             await conn.execute(
                 self._sql(
                     "INSERT INTO ctxtrim_sessions AS t (session_id, generation) VALUES (%s, 1)"
@@ -423,13 +523,12 @@ class PostgresContextStore(ContextStore):
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
-        if not isinstance(upto, int) or isinstance(upto, bool) or upto < 0:
-            raise ValueError(f"upto must be an int >= 0, got {upto!r}")
+        check_replace_args(upto, expected_generation, messages)
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         sid = self._key
-        async with self._conn() as conn, conn.transaction():
+        async with self._conn("replace_prefix") as conn, conn.transaction():
             await conn.execute(
                 self._sql(
                     "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
@@ -449,9 +548,7 @@ class PostgresContextStore(ContextStore):
             if generation != expected_generation:
                 raise stale_generation_error(expected_generation, generation)
             if upto > nxt - first:
-                raise IndexError(
-                    f"upto {upto} is past the end of a history of {nxt - first} messages"
-                )
+                raise upto_past_end(upto, nxt - first)
             cut = first + upto
             new_first = cut - len(messages)
             await conn.execute(
@@ -483,18 +580,42 @@ class PostgresContextStore(ContextStore):
             )
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        async with self._conn() as conn:
+        values = check_tokens(input_tokens, output_tokens)
+        async with self._conn("set_context_tokens") as conn:
             await conn.execute(
                 self._sql(
                     "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
                     " VALUES (%s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET"
                     " input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens"
                 ),
-                (self._key, int(input_tokens), int(output_tokens)),
+                (self._key, *values),
             )
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        async with self._conn() as conn:
+        values = check_tokens(input_tokens, output_tokens)
+        async with self._conn("add_context_tokens") as conn, conn.transaction():
+            # Checked under the row lock: bigint would refuse the sum too, but this names
+            # the counter the same way every store does.
+            await conn.execute(
+                self._sql(
+                    "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
+                ),
+                (self._key,),
+            )
+            cur = await conn.execute(
+                self._sql(
+                    "SELECT input_tokens, output_tokens FROM ctxtrim_sessions"
+                    " WHERE session_id = %s FOR UPDATE"
+                ),
+                (self._key,),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            for name, current, added in zip(
+                ("input_tokens", "output_tokens"), row, values, strict=True
+            ):
+                if not INT64_MIN <= int(current) + added <= INT64_MAX:
+                    raise tokens_overflow(name, added)
             await conn.execute(
                 self._sql(
                     "INSERT INTO ctxtrim_sessions AS t (session_id, input_tokens, output_tokens)"
@@ -502,7 +623,7 @@ class PostgresContextStore(ContextStore):
                     " input_tokens = t.input_tokens + EXCLUDED.input_tokens,"
                     " output_tokens = t.output_tokens + EXCLUDED.output_tokens"
                 ),
-                (self._key, int(input_tokens), int(output_tokens)),
+                (self._key, *values),
             )
 
     # -- reads ------------------------------------------------------------------------------
@@ -575,9 +696,36 @@ class PostgresContextStore(ContextStore):
         return int(row[0]) if row else 0
 
     async def load_log(self) -> _core.MessageLog:
-        """The history with the token counts stored beside each message (no recount)."""
-        _, messages, counts = await self._read_all()
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        """The history with the token counts stored beside each message (no recount). The
+        store keeps the log it last read and reads only the rows appended since."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        # One statement (one MVCC snapshot): the session's generation and seq range, and its
+        # rows from `mark` on. Seqs only grow within a generation, so if the generation is
+        # the cached one, the rows at and after `mark` are exactly what was appended since.
+        since = mark if (generation is not None and mark is not None) else None
+        async with self._conn() as conn:
+            # Seqs may be negative (a compaction writes its prefix below the kept rows), so a
+            # whole read has no lower bound.
+            lower = "" if since is None else " AND m.seq >= %(since)s"
+            cur = await conn.execute(
+                self._sql(
+                    "SELECT s.generation, s.next_seq, m.seq, m.tokens, m.checksum, m.payload"
+                    " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
+                    f" ON m.session_id = s.session_id{lower}"
+                    " WHERE s.session_id = %(key)s ORDER BY m.seq"
+                ),
+                {"since": since, "key": self._key},
+            )
+            rows = await cur.fetchall()
+        if not rows:
+            return 0, None, [], [], 0
+        current, nxt = int(rows[0][0]), int(rows[0][1])
+        if since is not None and current != generation:
+            return await self._read_since(None, None)
+        messages, counts = self._decode([r[2:] for r in rows if r[2] is not None])
+        return current, since, messages, counts, nxt
 
     async def get_context_tokens(self) -> tuple[int, int]:
         async with self._conn() as conn:
@@ -594,7 +742,7 @@ class PostgresContextStore(ContextStore):
         """A new session (uuid4 hex id) holding a copy of this history, its generation,
         token totals and stored ids — one transaction, copied inside the server."""
         child_id = uuid.uuid4().hex
-        async with self._conn() as conn, conn.transaction():
+        async with self._conn("fork") as conn, conn.transaction():
             # The parent's row lock: no append or rewrite lands between the two copies.
             await conn.execute(
                 self._sql(
@@ -627,9 +775,11 @@ class PostgresContextStore(ContextStore):
                 (child_id.encode(), self._key),
             )
         self._shared.users += 1
-        return self._make(
+        child = self._make(
             self._shared, child_id, self._counter, self._max_bytes, self._schema, self._idempotent
         )
+        child._timeout = self._timeout
+        return child
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session in this store's schema, oldest first."""

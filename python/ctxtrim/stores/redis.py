@@ -35,26 +35,44 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from ctxtrim import _core
-from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
+from ctxtrim.errors import (
+    InvalidMessage,
+    OutcomeUnknownError,
+    StoreError,
+    stale_generation_error,
+)
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_TIMEOUT,
+    LogCache,
+    LogRead,
+    check_batch,
     check_limit,
     check_max_message_bytes,
     check_messages,
+    check_replace_args,
     check_session_id,
+    check_timeout,
+    check_tokens,
     decode_payload,
     encode_payload,
+    load_cached,
     payload_checksum,
     preview,
     token_counts,
+    tokens_overflow,
+    upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
 
 try:
     import redis.asyncio as aioredis
     import redis.exceptions as redis_errors
+    from redis.asyncio.cluster import ClusterNode, RedisCluster
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "RedisContextStore needs the redis client: pip install 'ctxtrim[redis]'"
@@ -172,14 +190,23 @@ return {created, gen}
 """
 )
 
-# ARGV[4] 'set' | 'add', ARGV[5] in, ARGV[6] out.
+# ARGV[4] 'set' | 'add', ARGV[5] in, ARGV[6] out. Returns {created} or {-6, field, error}
+# when an increment fails (the 64-bit overflow HINCRBY refuses); the first increment is then
+# undone, so a failed add changes nothing.
 _TOKENS = (
     _PROLOGUE
     + """
 if ARGV[4] == 'set' then
   redis.call('HSET', meta, 'in', ARGV[5], 'out', ARGV[6])
 else
-  redis.call('HINCRBY', meta, 'in', ARGV[5]); redis.call('HINCRBY', meta, 'out', ARGV[6])
+  local old = redis.call('HGET', meta, 'in')
+  local r = redis.pcall('HINCRBY', meta, 'in', ARGV[5])
+  if type(r) == 'table' and r.err then return {-6, 1, r.err} end
+  r = redis.pcall('HINCRBY', meta, 'out', ARGV[6])
+  if type(r) == 'table' and r.err then
+    redis.call('HSET', meta, 'in', old)
+    return {-6, 2, r.err}
+  end
 end
 ttl()
 return {created}
@@ -271,6 +298,7 @@ class RedisContextStore(ContextStore):
     _registered: bool
     _closed: bool
     _idempotent: bool
+    _log_cache: LogCache
 
     def __init__(self) -> None:
         raise TypeError("use `await RedisContextStore.open(url, session_id, prefix=...)`")
@@ -278,7 +306,7 @@ class RedisContextStore(ContextStore):
     @classmethod
     async def open(
         cls,
-        url: str,
+        url: str | Sequence[str],
         session_id: str | None = None,
         *,
         prefix: str,
@@ -288,10 +316,21 @@ class RedisContextStore(ContextStore):
         client: aioredis.Redis | None = None,
         connect_timeout: float = 5.0,
         idempotent_ids: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> RedisContextStore:
         """Connect (or use ``client``, which the store then does not close) and check the
         server answers and is Redis ≥ 7. Raises :class:`~ctxtrim.errors.StoreError` with the
         driver's error as the cause when it cannot.
+
+        ``timeout`` (seconds, default 10) bounds every round trip: a server that does not
+        answer in time (stopped, partitioned) makes the call raise
+        :class:`~ctxtrim.errors.OutcomeUnknownError` (a write) or ``StoreError`` (a read).
+        The store's own client never retries a command (a resent script could apply twice);
+        a ``client=`` you pass keeps its own timeouts and retry policy.
+
+        Redis Cluster: pass the URL of any node (the store sees ``cluster_enabled:1`` and
+        switches to a cluster client) or a list of node URLs (used as startup nodes). Every
+        script touches one session's keys, which share a hash slot.
 
         ``idempotent_ids=True`` makes a message's ``id`` an idempotency key: appending a
         message whose id is already stored with the same content stores nothing (a retry
@@ -302,13 +341,31 @@ class RedisContextStore(ContextStore):
         if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
             raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
         check_max_message_bytes(max_message_bytes)
+        timeout = check_timeout(timeout)
+        urls = [url] if isinstance(url, str) else list(url)
+        if not urls or not all(isinstance(u, str) for u in urls):
+            raise ValueError(f"url must be a URL or a non-empty list of URLs, got {url!r}")
         owned = client is None
+        options: dict[str, Any] = {
+            "socket_connect_timeout": min(connect_timeout, timeout),
+            "socket_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0),
+            "decode_responses": False,
+        }
         if client is None:
-            client = aioredis.Redis.from_url(
-                url, socket_connect_timeout=connect_timeout, decode_responses=False
+            client = (
+                aioredis.Redis.from_url(urls[0], **options)
+                if len(urls) == 1
+                else _cluster_client(urls, options)
             )
         try:
-            info = await _call(client.info("server"))
+            info = await _call(client.info())
+            if "redis_version" not in info and info:  # a cluster client: one dict per node
+                info = next(iter(info.values()))
+            if owned and int(info.get("cluster_enabled", 0)) and len(urls) == 1:
+                await client.aclose()
+                client = _cluster_client(urls, options)
+                await _call(client.initialize())
         except BaseException:
             if owned:
                 await client.aclose()
@@ -322,7 +379,7 @@ class RedisContextStore(ContextStore):
         self._idempotent = bool(idempotent_ids)
         try:
             # Opening a session creates it (listed, generation 0) and renews its TTL.
-            await self._run(self._shared.tokens, ["add", 0, 0])
+            await self._run(self._shared.tokens, ["add", 0, 0], "open")
         except BaseException:
             await self.close()
             raise
@@ -351,6 +408,7 @@ class RedisContextStore(ContextStore):
         self._registered = False
         self._closed = False
         self._idempotent = False
+        self._log_cache = LogCache()
         return self
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -368,10 +426,14 @@ class RedisContextStore(ContextStore):
             await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
             self._registered = True
 
-    async def _run(self, script: Any, extra: Sequence[bytes | str | int]) -> list[int]:
+    async def _run(
+        self, script: Any, extra: Sequence[bytes | str | int], operation: str
+    ) -> list[Any]:
+        """Run one write script; a lost connection or a missing reply after it was sent is
+        :class:`OutcomeUnknownError` (the script may have run)."""
         await self._register()
         args: list[bytes | str | int] = [self.session_id, _now_ms(), self._ttl_ms, *extra]
-        result: list[int] = await _call(script(keys=self._keys, args=args))
+        result: list[Any] = await _call(script(keys=self._keys, args=args), operation)
         if result[0] == -5:
             raise StoreError(
                 f"WRONGTYPE: key {self._keys[result[1] - 1]!r} of session {self.session_id!r}"
@@ -379,7 +441,10 @@ class RedisContextStore(ContextStore):
                 " nothing was changed"
             )
         if result[0] == 1:  # (re)created, e.g. after the TTL expired it: list it again
-            await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
+            try:
+                await _call(self._r.zadd(self._sessions_key, {self.session_id: _now_ms()}, nx=True))
+            except StoreError:
+                pass  # the write is applied; the next open of the session lists it again
         return result
 
     def _encode(self, messages: Sequence[Message]) -> list[bytes | str | int]:
@@ -410,11 +475,12 @@ class RedisContextStore(ContextStore):
         is already stored with the same content is skipped (a retried append); with
         different content the whole batch is refused with
         :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
+        check_batch(messages)
         messages = list(messages)
         args = self._encode(messages)
         if not messages:
             return
-        result = await self._run(self._shared.append, [len(messages), *args])
+        result = await self._run(self._shared.append, [len(messages), *args], "append")
         if result[0] == -1:
             i = result[1]
             raise InvalidMessage(
@@ -423,28 +489,37 @@ class RedisContextStore(ContextStore):
             )
 
     async def clear(self) -> None:
-        await self._run(self._shared.clear, [])
+        await self._run(self._shared.clear, [], "clear")
 
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
-        if not isinstance(upto, int) or isinstance(upto, bool) or upto < 0:
-            raise ValueError(f"upto must be an int >= 0, got {upto!r}")
+        check_replace_args(upto, expected_generation, messages)
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         entries = [_entry(p, c) for p, c in zip(payloads, counts, strict=True)]
-        result = await self._run(self._shared.replace, [upto, int(expected_generation), *entries])
+        result = await self._run(
+            self._shared.replace, [upto, expected_generation, *entries], "replace_prefix"
+        )
         if result[0] == -2:
             raise stale_generation_error(expected_generation, result[1])
         if result[0] == -3:
-            raise IndexError(f"upto {upto} is past the end of a history of {result[1]} messages")
+            raise upto_past_end(upto, result[1])
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        await self._run(self._shared.tokens, ["set", int(input_tokens), int(output_tokens)])
+        values = check_tokens(input_tokens, output_tokens)
+        await self._run(self._shared.tokens, ["set", *values], "set_context_tokens")
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        await self._run(self._shared.tokens, ["add", int(input_tokens), int(output_tokens)])
+        values = check_tokens(input_tokens, output_tokens)
+        result = await self._run(self._shared.tokens, ["add", *values], "add_context_tokens")
+        if result[0] == -6:
+            name = ("input_tokens", "output_tokens")[result[1] - 1]
+            error = result[2].decode() if isinstance(result[2], bytes) else str(result[2])
+            if "overflow" in error:
+                raise tokens_overflow(name, values[result[1] - 1])
+            raise StoreError(f"Redis refused to add to {name}: {error}; nothing was changed")
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -486,10 +561,26 @@ class RedisContextStore(ContextStore):
         return int(await _call(self._r.hget(self._keys[0], "gen")) or 0)
 
     async def load_log(self) -> _core.MessageLog:
-        """The history with the token counts stored beside each message (no recount)."""
-        _, raw = await self._read_all()
-        messages, counts = self._decode(raw)
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        """The history with the token counts stored beside each message (no recount). The
+        store keeps the log it last read and reads only the entries appended since."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        # One transaction: the generation, the length and the entries from `mark` on. If the
+        # session moved to another generation (or shrank) they are not a continuation, and
+        # the whole list is what was asked for next.
+        since = mark if (generation is not None and mark is not None) else None
+        start = since or 0
+        async with self._r.pipeline(transaction=True) as pipe:
+            pipe.hget(self._keys[0], "gen")
+            pipe.llen(self._keys[1])
+            pipe.lrange(self._keys[1], start, -1)
+            gen, length, raw = await _call(pipe.execute())
+        current = int(gen or 0)
+        if since is not None and (current != generation or length < since):
+            return await self._read_since(None, None)
+        messages, counts = self._decode(raw, start)
+        return current, since, messages, counts, start + len(raw)
 
     async def get_context_tokens(self) -> tuple[int, int]:
         got = await _call(self._r.hmget(self._keys[0], ["in", "out"]))
@@ -525,7 +616,7 @@ class RedisContextStore(ContextStore):
             *raw,
         ]
         try:
-            if (await child._run(self._shared.fork, extra))[0] == -4:
+            if (await child._run(self._shared.fork, extra, "fork"))[0] == -4:
                 raise StoreError(f"fork target session {child.session_id!r} already exists")
         except BaseException:
             await child.close()
@@ -600,15 +691,43 @@ class RedisContextStore(ContextStore):
         return f"RedisContextStore(prefix={self._prefix!r}, session_id={self.session_id!r})"
 
 
+def _cluster_client(urls: Sequence[str], options: dict[str, Any]) -> Any:
+    """A cluster client on ``urls`` (startup nodes; the rest of the cluster is discovered).
+    Only host, port and the URL's credentials are taken from the URLs."""
+    from urllib.parse import urlsplit
+
+    parts = [urlsplit(u) for u in urls]
+    nodes = [ClusterNode(p.hostname or "127.0.0.1", p.port or 6379) for p in parts]
+    first = parts[0]
+    return RedisCluster(
+        startup_nodes=nodes,
+        username=first.username,
+        password=first.password,
+        ssl=first.scheme == "rediss",
+        **options,
+    )
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def _call(awaitable: Awaitable[_T]) -> _T:
-    """Await a client call, turning driver errors into :class:`StoreError` (cause kept)."""
+async def _call(awaitable: Awaitable[_T], write: str = "") -> _T:
+    """Await a client call, turning driver errors into typed ones (the driver's error is the
+    cause). ``write`` names the operation when the call changes data: a connection lost or
+    a reply missing after the command may have been sent is then
+    :class:`OutcomeUnknownError`; failing to connect at all, a server that is still loading
+    its data, or an error reply is :class:`StoreError` (the command did not run)."""
     try:
         return await awaitable
+    except redis_errors.BusyLoadingError as e:  # a ConnectionError subclass: check it first
+        raise StoreError(f"Redis is loading its dataset, retry shortly: {e}") from e
     except (redis_errors.ConnectionError, redis_errors.TimeoutError) as e:
+        if write and "connecting to" not in str(e):  # "Error 111 connecting to h:p", ...
+            raise OutcomeUnknownError(
+                f"{write}: no reply from Redis ({e}); the write may or may not have been applied",
+                write,
+            ) from e
         raise StoreError(f"Redis is unreachable: {e}") from e
     except redis_errors.RedisError as e:
         raise StoreError(f"Redis error: {e}") from e

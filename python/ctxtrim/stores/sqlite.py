@@ -51,14 +51,21 @@ from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    LogCache,
+    LogRead,
     check_limit,
     check_max_message_bytes,
     check_messages,
+    check_replace_args,
     check_session_id,
+    check_tokens,
     decode_payload,
     encode_payload,
+    load_cached,
     preview,
     token_counts,
+    tokens_overflow,
+    upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
 
@@ -67,7 +74,7 @@ __all__ = ["SCHEMA_VERSION", "SQLiteContextStore"]
 _T = TypeVar("_T")
 Synchronous = Literal["NORMAL", "FULL", "EXTRA"]
 _SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
-_INT64 = (-(2**63), 2**63 - 1)
+_INT64 = (-(2**63), 2**63 - 1)  # SQLite's INTEGER; past it, arithmetic silently turns REAL
 
 #: ``_MIGRATIONS[v]`` takes the schema from version ``v`` to ``v + 1``.
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -286,14 +293,6 @@ class _Database:
         self._executor.shutdown(wait=False)
 
 
-def _check_int64(name: str, value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if not _INT64[0] <= value <= _INT64[1]:
-        raise ValueError(f"{name} is outside the 64-bit range: {value}")
-    return value
-
-
 class SQLiteContextStore(ContextStore):
     """One session's history in an SQLite file; open it with :meth:`open`.
 
@@ -323,6 +322,7 @@ class SQLiteContextStore(ContextStore):
         self._max_bytes = max_message_bytes
         self._idempotent = idempotent_ids
         self._closed = False
+        self._log_cache = LogCache()
 
     @classmethod
     async def open(
@@ -488,10 +488,7 @@ class SQLiteContextStore(ContextStore):
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
     ) -> None:
-        _check_int64("upto", upto)
-        _check_int64("expected_generation", expected_generation)
-        if upto < 0:
-            raise ValueError(f"upto must be >= 0, got {upto}")
+        check_replace_args(upto, expected_generation, messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         sid, k = self._sid, len(payloads)
@@ -501,7 +498,7 @@ class SQLiteContextStore(ContextStore):
             if generation != expected_generation:
                 raise stale_generation_error(expected_generation, generation)
             if upto > nxt:
-                raise IndexError(f"index {upto} out of range for a log of {nxt} messages")
+                raise upto_past_end(upto, nxt)
             new = generation + 1
             conn.executemany(
                 "INSERT INTO ctxtrim_messages (sid, generation, seq, tokens, crc, payload)"
@@ -569,10 +566,7 @@ class SQLiteContextStore(ContextStore):
         return self._sibling(await self._run(_attach, session_id), session_id)
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        values = (
-            _check_int64("input_tokens", input_tokens),
-            _check_int64("output_tokens", output_tokens),
-        )
+        values = check_tokens(input_tokens, output_tokens)
         sid = self._sid
 
         def body(conn: sqlite3.Connection) -> None:
@@ -584,14 +578,19 @@ class SQLiteContextStore(ContextStore):
         await self._run(_write, body)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
-        values = (
-            _check_int64("input_tokens", input_tokens),
-            _check_int64("output_tokens", output_tokens),
-        )
+        values = check_tokens(input_tokens, output_tokens)
         sid = self._sid
 
         def body(conn: sqlite3.Connection) -> None:
-            # One UPDATE: concurrent adders from several processes never lose an increment.
+            # Under the write lock (BEGIN IMMEDIATE): past the 64-bit range SQLite would turn
+            # the column REAL and lose later increments, so the sum is checked first.
+            row = conn.execute(
+                "SELECT input_tokens, output_tokens FROM ctxtrim_sessions WHERE id = ?", (sid,)
+            ).fetchone()
+            names = ("input_tokens", "output_tokens")
+            for name, current, added in zip(names, row, values, strict=True):
+                if not _INT64[0] <= current + added <= _INT64[1]:
+                    raise tokens_overflow(name, added)
             conn.execute(
                 "UPDATE ctxtrim_sessions SET input_tokens = input_tokens + ?,"
                 " output_tokens = output_tokens + ? WHERE id = ?",
@@ -651,9 +650,30 @@ class SQLiteContextStore(ContextStore):
 
     async def load_log(self) -> _core.MessageLog:
         """The history as a read-only MessageLog, with the token counts stored at append
-        (nothing is recounted)."""
-        _, messages, counts = await self._load(None)
-        return _core.MessageLog(messages, tokens=counts).snapshot()
+        (nothing is recounted). The store keeps the log it last read and reads only the rows
+        appended since (see :class:`~ctxtrim.stores._common.LogCache`)."""
+        return await load_cached(self._log_cache, self._read_since)
+
+    async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
+        sid, session_id = self._sid, self.session_id
+
+        def body(conn: sqlite3.Connection) -> LogRead:
+            current, nxt = _head(conn, sid)
+            since = mark if (generation == current and mark is not None and mark <= nxt) else None
+            start = since or 0
+            rows = _rows(conn, sid, current, start)
+            if len(rows) != nxt - start:  # seq is unique and < next_seq: count = contiguity
+                raise StoreError(
+                    f"session {session_id!r}: rows {start}..{nxt} of generation {current}"
+                    f" are not contiguous ({len(rows)} found)"
+                )
+            messages = [
+                decode_payload(p, session_id=session_id, seq=seq, checksum=crc)
+                for seq, _, crc, p in rows
+            ]
+            return current, since, messages, [r[1] for r in rows], nxt
+
+        return await self._run(_read, body)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session in this file, oldest first."""

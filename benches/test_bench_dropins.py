@@ -1,0 +1,260 @@
+"""pytest-benchmark: each framework drop-in against the original it replaces, per call, at
+1k, 10k and 50k messages.
+
+The history is an agent loop built the way each framework's users build it (system, task,
+then rounds of a tool call, its result and an answer) and one round is appended before
+each timed call, as in an agent loop; the drop-in's caches are warm from the calls before
+(the steady state). Run with ``make bench`` or ``pytest benches/test_bench_dropins.py
+--benchmark-enable --benchmark-group-by=group``; in the normal run each case runs once as
+a smoke test. Speed is reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+SIZES = (1_000, 10_000, 50_000)
+
+
+def _rounds(make: Callable[[int], list[Any]], n: int) -> tuple[list[Any], Callable[[], None]]:
+    """``(history of about n messages, append one more round)``."""
+    counter = itertools.count()
+    history: list[Any] = []
+    while len(history) < n:
+        history += make(next(counter))
+
+    def grow() -> None:
+        history.extend(make(next(counter)))
+
+    return history, grow
+
+
+def _timed(benchmark: Any, group: str, impl: str, grow: Callable[[], None], call: Any) -> None:
+    benchmark.group = group
+    benchmark.extra_info["impl"] = impl
+    call()  # first call outside the timing (builds caches, like a running agent's)
+
+    def setup() -> tuple[tuple[()], dict[str, Any]]:
+        grow()
+        return (), {}
+
+    benchmark.pedantic(call, setup=setup, rounds=15, iterations=1, warmup_rounds=1)
+
+
+# -- LangChain ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
+def test_langchain_trim_messages(benchmark: Any, impl: str, n: int) -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from ctxtrim.integrations import langchain as ours
+
+    def round_(i: int) -> list[Any]:
+        if i == 0:
+            return [lc.SystemMessage("You are an agent."), lc.HumanMessage("the task")]
+        cid = f"call_{i}"
+        return [
+            lc.AIMessage("", tool_calls=[{"id": cid, "name": "search", "args": {"q": str(i)}}]),
+            lc.ToolMessage(f"result {i} " * 20, tool_call_id=cid),
+            lc.AIMessage(f"answer {i} " * 10),
+        ]
+
+    history, grow = _rounds(round_, n)
+    trim = lc.trim_messages if impl == "langchain" else ours.trim_messages
+    kw = {"max_tokens": 8000, "token_counter": count_tokens_approximately, "strategy": "last"}
+    _timed(benchmark, f"langchain trim_messages {n}", impl, grow, lambda: trim(history, **kw))
+
+
+# -- autogen --------------------------------------------------------------------------------
+
+
+def _autogen_round(i: int) -> list[Any]:
+    from autogen_core import FunctionCall
+    from autogen_core.models import (
+        AssistantMessage,
+        FunctionExecutionResult,
+        FunctionExecutionResultMessage,
+        SystemMessage,
+        UserMessage,
+    )
+
+    if i == 0:
+        return [
+            SystemMessage(content="You are an agent."),
+            UserMessage(content="the task", source="user"),
+        ]
+    cid = f"call_{i}"
+    return [
+        AssistantMessage(
+            content=[FunctionCall(id=cid, name="search", arguments='{"q": "x"}')], source="a"
+        ),
+        FunctionExecutionResultMessage(
+            content=[FunctionExecutionResult(call_id=cid, content=f"result {i} " * 20, name="s")]
+        ),
+        AssistantMessage(content=f"answer {i} " * 10, source="a"),
+    ]
+
+
+class _Client:
+    """A duck-typed model client: words / 0.75, plus 3 tokens a request (OpenAI-like)."""
+
+    def count_tokens(self, messages: Any, *, tools: Any = ()) -> int:
+        return 3 + sum(len(str(m.content).split()) * 4 // 3 + 4 for m in messages)
+
+    def remaining_tokens(self, messages: Any, *, tools: Any = ()) -> int:
+        return 8000 - self.count_tokens(messages, tools=tools)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("impl", ["autogen", "ctxtrim"])
+@pytest.mark.parametrize("kind", ["Buffered", "HeadAndTail", "TokenLimited"])
+def test_autogen_context(benchmark: Any, kind: str, impl: str, n: int) -> None:
+    peer = pytest.importorskip("autogen_core.model_context")
+    from ctxtrim.integrations import autogen as ours
+
+    if kind == "TokenLimited" and impl == "autogen" and n > 1_000:
+        pytest.skip("autogen's TokenLimited is quadratic: seconds a call past 1k messages")
+    mod = peer if impl == "autogen" else ours
+    args: dict[str, Any] = {
+        "Buffered": {"buffer_size": 200},
+        "HeadAndTail": {"head_size": 2, "tail_size": 200},
+        "TokenLimited": {"model_client": _Client(), "token_limit": 8000},
+    }[kind]
+    ctx = getattr(mod, f"{kind}ChatCompletionContext")(**args)
+    history, grow_history = _rounds(_autogen_round, n)
+    ctx._messages = list(history)
+    loop = asyncio.new_event_loop()
+
+    def grow() -> None:
+        k = len(history)
+        grow_history()
+        for m in history[k:]:
+            loop.run_until_complete(ctx.add_message(m))
+
+    try:
+        _timed(
+            benchmark,
+            f"autogen {kind} {n}",
+            impl,
+            grow,
+            lambda: loop.run_until_complete(ctx.get_messages()),
+        )
+    finally:
+        loop.close()
+
+
+# -- openai-agents --------------------------------------------------------------------------
+
+
+def _item_round(i: int) -> list[dict[str, Any]]:
+    if i == 0:
+        return [{"role": "user", "content": "the task"}]
+    cid = f"call_{i}"
+    return [
+        {"type": "function_call", "call_id": cid, "name": "search", "arguments": '{"q":"x"}'},
+        {"type": "function_call_output", "call_id": cid, "output": f"result {i} " * 20},
+        {"role": "assistant", "content": f"answer {i} " * 10},
+    ]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("impl", ["plain-python", "ctxtrim"])
+def test_openai_agents_trim_input(benchmark: Any, impl: str, n: int) -> None:
+    pytest.importorskip("agents")
+    from ctxtrim import estimate_tokens
+    from ctxtrim.integrations.openai_agents import trim_input
+
+    def plain(history: list[Any], new: list[Any]) -> list[Any]:
+        # No original: the usual hand-written callback, a token-budget walk from the end.
+        items = [*history, *new]
+        total, k = 0, len(items)
+        while k > 0:
+            t = estimate_tokens(str(items[k - 1])) + 4
+            if total + t > 8000:
+                break
+            total += t
+            k -= 1
+        return items[k:]
+
+    history, grow = _rounds(_item_round, n)
+    callback = trim_input(8000) if impl == "ctxtrim" else plain
+    new = [{"role": "user", "content": "next"}]
+    _timed(benchmark, f"openai-agents trim_input {n}", impl, grow, lambda: callback(history, new))
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("impl", ["SQLiteSession", "ctxtrim-sqlite"])
+def test_openai_agents_get_items(benchmark: Any, impl: str, n: int, tmp_path: Any) -> None:
+    agents = pytest.importorskip("agents")
+    from ctxtrim.integrations.openai_agents import CtxtrimSession
+
+    history, grow_history = _rounds(_item_round, n)
+    db = tmp_path / "s.db"
+    if impl == "SQLiteSession":
+        session: Any = agents.SQLiteSession("bench", db)
+    else:
+        session = CtxtrimSession("bench", db)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(session.add_items(history))
+
+    def grow() -> None:
+        k = len(history)
+        grow_history()
+        loop.run_until_complete(session.add_items(history[k:]))
+
+    try:
+        _timed(
+            benchmark,
+            f"openai-agents get_items(100) {n}",
+            impl,
+            grow,
+            lambda: loop.run_until_complete(session.get_items(100)),
+        )
+    finally:
+        session.close()
+        loop.close()
+
+
+# -- pydantic-ai ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("impl", ["plain-python", "ctxtrim"])
+def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
+    m = pytest.importorskip("pydantic_ai.messages")
+    from ctxtrim import estimate_tokens
+    from ctxtrim.integrations.pydantic_ai import TrimHistory
+
+    def round_(i: int) -> list[Any]:
+        if i == 0:
+            return [m.ModelRequest(parts=[m.SystemPromptPart("agent"), m.UserPromptPart("task")])]
+        cid = f"call_{i}"
+        return [
+            m.ModelResponse(parts=[m.ToolCallPart("search", {"q": "x"}, tool_call_id=cid)]),
+            m.ModelRequest(parts=[m.ToolReturnPart("search", f"r {i} " * 20, tool_call_id=cid)]),
+            m.ModelResponse(parts=[m.TextPart(f"answer {i} " * 10)]),
+            m.ModelRequest(parts=[m.UserPromptPart("go on")]),
+        ]
+
+    def plain(history: list[Any]) -> list[Any]:
+        # No original: the usual hand-written processor, a token-budget walk from the end.
+        total, k = 0, len(history)
+        while k > 1:
+            t = sum(estimate_tokens(str(getattr(p, "content", ""))) for p in history[k - 1].parts)
+            if total + t > 8000:
+                break
+            total += t
+            k -= 1
+        return [history[0], *history[k:]]
+
+    history, grow = _rounds(round_, n)
+    proc = TrimHistory(8000) if impl == "ctxtrim" else plain
+    _timed(benchmark, f"pydantic-ai TrimHistory {n}", impl, grow, lambda: proc(history))

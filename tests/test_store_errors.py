@@ -1,0 +1,227 @@
+"""One error contract for every store: the same bad input raises the same ``CtxtrimError``
+subclass with the same message, on memory, SQLite, Redis and PostgreSQL, and changes
+nothing (history, generation and token totals are read back after each case).
+
+The table is the contract; ``ERROR_TABLE`` below is what the README's error table says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxtrim import (
+    ContextStore,
+    CtxtrimError,
+    InvalidArgument,
+    InvalidMessage,
+    Message,
+    OutcomeUnknownError,
+    StaleGenerationError,
+    StoreError,
+)
+
+from store_backends import BACKENDS, Backend, opened
+
+MAX = 2**63 - 1
+MIN = -(2**63)
+Call = Callable[[ContextStore, int], Awaitable[Any]]
+
+
+def _bad_upto(value: object) -> tuple[Call, type[CtxtrimError], str]:
+    return (
+        lambda s, g: s.replace_prefix(value, [], g),  # type: ignore[arg-type]
+        InvalidArgument,
+        f"upto must be an int >= 0, got {value!r}",
+    )
+
+
+def _bad_generation(value: object) -> tuple[Call, type[CtxtrimError], str]:
+    return (
+        lambda s, g: s.replace_prefix(0, [], value),  # type: ignore[arg-type]
+        InvalidArgument,
+        f"expected_generation must be a signed 64-bit int, got {value!r}",
+    )
+
+
+def _bad_limit(value: object) -> tuple[Call, type[CtxtrimError], str]:
+    return (
+        lambda s, g: s.get_history(limit=value),  # type: ignore[arg-type]
+        InvalidArgument,
+        f"limit must be None or an int >= 0, got {value!r}",
+    )
+
+
+def _bad_tokens(method: str, a: object, b: object) -> tuple[Call, type[CtxtrimError], str]:
+    name, value = ("input_tokens", a) if not _ok_int64(a) else ("output_tokens", b)
+    return (
+        lambda s, g: getattr(s, method)(a, b),
+        InvalidArgument,
+        f"{name} must be a signed 64-bit int, got {value!r}",
+    )
+
+
+def _ok_int64(value: object) -> bool:
+    return type(value) is int and MIN <= value <= MAX
+
+
+def _not_a_batch(value: object, method: str = "append_many") -> tuple[Call, type, str]:
+    call: Call
+    if method == "append_many":
+        call = lambda s, g: s.append_many(value)  # type: ignore[arg-type]  # noqa: E731
+    else:
+        call = lambda s, g: s.replace_prefix(0, value, g)  # type: ignore[arg-type]  # noqa: E731
+    kind = type(value).__name__
+    return call, InvalidMessage, f"messages: must be a sequence of Message, got {kind}"
+
+
+#: case id -> (call(store, generation), error class, exact message; "{g}" = generation)
+ERROR_TABLE: dict[str, tuple[Call, type[CtxtrimError], str]] = {
+    "replace_prefix(upto > len)": (
+        lambda s, g: s.replace_prefix(3, [], g),
+        InvalidArgument,
+        "upto must be at most the history length 2, got 3",
+    ),
+    "replace_prefix(upto=-1)": _bad_upto(-1),
+    "replace_prefix(upto=1.0)": _bad_upto(1.0),
+    "replace_prefix(upto=True)": _bad_upto(True),
+    "replace_prefix(upto='1')": _bad_upto("1"),
+    "replace_prefix(upto=None)": _bad_upto(None),
+    "expected_generation=None": _bad_generation(None),
+    "expected_generation='1'": _bad_generation("1"),
+    "expected_generation=2.9": _bad_generation(2.9),
+    "expected_generation=True": _bad_generation(True),
+    "expected_generation=2**63": _bad_generation(2**63),
+    "expected_generation stale": (
+        lambda s, g: s.replace_prefix(1, [], g + 7),
+        StaleGenerationError,
+        "stale generation: expected {g7}, the history is at generation {g}",
+    ),
+    "stale wins over upto > len": (
+        lambda s, g: s.replace_prefix(99, [], g + 7),
+        StaleGenerationError,
+        "stale generation: expected {g7}, the history is at generation {g}",
+    ),
+    "replace_prefix(messages='str')": _not_a_batch("str", "replace_prefix"),
+    "replace_prefix(messages=[42])": (
+        lambda s, g: s.replace_prefix(0, [42], g),  # type: ignore[list-item]
+        InvalidMessage,
+        "messages[0]: expected a ctxtrim.Message, got int",
+    ),
+    "append_many('str')": _not_a_batch("str"),
+    "append_many(b'bytes')": _not_a_batch(b"bytes"),
+    "append_many(Message)": _not_a_batch(Message.user("one, not a list")),
+    "append_many(None)": _not_a_batch(None),
+    "append_many(42)": _not_a_batch(42),
+    "append_many([ok, 42])": (
+        lambda s, g: s.append_many([Message.user("ok"), 42]),  # type: ignore[list-item]
+        InvalidMessage,
+        "messages[1]: expected a ctxtrim.Message, got int",
+    ),
+    "append_many([ok, dict])": (
+        lambda s, g: s.append_many([Message.user("ok"), {"role": "user", "content": "hi"}]),  # type: ignore[list-item]
+        InvalidMessage,
+        "messages[1]: expected a ctxtrim.Message, got dict",
+    ),
+    "append(42)": (
+        lambda s, g: s.append(42),  # type: ignore[arg-type]
+        InvalidMessage,
+        "message: expected a ctxtrim.Message, got int",
+    ),
+    "append('text')": (
+        lambda s, g: s.append("text"),  # type: ignore[arg-type]
+        InvalidMessage,
+        "message: expected a ctxtrim.Message, got str",
+    ),
+    "get_history(limit=-1)": _bad_limit(-1),
+    "get_history(limit=1.0)": _bad_limit(1.0),
+    "get_history(limit='2')": _bad_limit("2"),
+    "get_history(limit=True)": _bad_limit(True),
+    "set_context_tokens(2**63, 0)": _bad_tokens("set_context_tokens", 2**63, 0),
+    "set_context_tokens(0, -2**63-1)": _bad_tokens("set_context_tokens", 0, MIN - 1),
+    "set_context_tokens(1.9, 0)": _bad_tokens("set_context_tokens", 1.9, 0),
+    "set_context_tokens('5', 0)": _bad_tokens("set_context_tokens", "5", 0),
+    "set_context_tokens(True, 0)": _bad_tokens("set_context_tokens", True, 0),
+    "set_context_tokens(0, None)": _bad_tokens("set_context_tokens", 0, None),
+    "add_context_tokens(1.9, 0)": _bad_tokens("add_context_tokens", 1.9, 0),
+    "add_context_tokens(2**63, 0)": _bad_tokens("add_context_tokens", 2**63, 0),
+    "add_context_tokens(0, 2.0)": _bad_tokens("add_context_tokens", 0, 2.0),
+    "add_context_tokens overflows input": (
+        lambda s, g: s.add_context_tokens(MAX, 0),
+        InvalidArgument,
+        f"input_tokens total must stay a signed 64-bit int, adding {MAX} would overflow it",
+    ),
+    "add_context_tokens underflows output (input undone)": (
+        lambda s, g: s.add_context_tokens(1, MIN),
+        InvalidArgument,
+        f"output_tokens total must stay a signed 64-bit int, adding {MIN} would overflow it",
+    ),
+}
+
+
+async def _state(store: ContextStore) -> tuple[list[Message], int, tuple[int, int]]:
+    return await store.get_history(), await store.generation(), await store.get_context_tokens()
+
+
+@pytest.mark.parametrize("factory", BACKENDS)
+async def test_error_table(factory: Callable[[Path], Backend], tmp_path: Path) -> None:
+    """Every case of the table on one backend (one namespace, one session per run)."""
+    backend = factory(tmp_path)
+    try:
+        async with opened(backend, "contract") as store:
+            await store.append_many([Message.user("first"), Message.assistant("second")])
+            await store.set_context_tokens(5, -7)
+            before = await _state(store)
+            g = before[1]
+            failures = []
+            for case, (call, cls, message) in ERROR_TABLE.items():
+                expected = message.format(g=g, g7=g + 7)
+                try:
+                    await call(store, g)
+                except CtxtrimError as e:
+                    if type(e) is not cls or str(e) != expected:
+                        failures.append(f"{case}: {type(e).__name__}({str(e)!r})")
+                except Exception as e:  # a non-ctxtrim error breaks the contract
+                    failures.append(f"{case}: {type(e).__name__}({str(e)!r}) is no CtxtrimError")
+                else:
+                    failures.append(f"{case}: no error")
+                after = await _state(store)
+                if after != before:
+                    failures.append(f"{case}: changed the store: {before} -> {after}")
+            assert not failures, "\n".join(failures)
+    finally:
+        await backend.cleanup()
+
+
+@pytest.mark.parametrize("factory", BACKENDS)
+async def test_token_counters_hold_the_whole_int64_range(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    backend = factory(tmp_path)
+    try:
+        async with opened(backend) as store:
+            await store.set_context_tokens(MAX, MIN)
+            assert await store.get_context_tokens() == (MAX, MIN)
+            await store.add_context_tokens(-MAX, -MIN - 1)
+            assert await store.get_context_tokens() == (0, -1)
+            await store.add_context_tokens(MAX, 1)  # up to the edge, not past it
+            assert await store.get_context_tokens() == (MAX, 0)
+            with pytest.raises(InvalidArgument):
+                await store.add_context_tokens(1, 0)
+            assert await store.get_context_tokens() == (MAX, 0)  # not stuck: still adds
+            await store.add_context_tokens(-1, 2)
+            assert await store.get_context_tokens() == (MAX - 1, 2)
+    finally:
+        await backend.cleanup()
+
+
+def test_the_error_classes_say_what_changed() -> None:
+    # StoreError promises nothing changed; an unknown outcome must not be caught as one.
+    assert not issubclass(OutcomeUnknownError, StoreError)
+    assert issubclass(OutcomeUnknownError, CtxtrimError)
+    assert issubclass(InvalidArgument, ValueError) and issubclass(InvalidArgument, CtxtrimError)
+    err = OutcomeUnknownError("append: no reply", "append")
+    assert err.operation == "append"

@@ -1,0 +1,282 @@
+"""Faults on the server stores, with their counts printed in the run.
+
+* A stopped server (SIGSTOP of a private Redis / PostgreSQL): every call comes back within
+  the store's ``timeout`` plus a small margin with a typed error — a write
+  ``OutcomeUnknownError`` (it may have been applied: here it is, once the server resumes),
+  a read ``StoreError`` — and a retry with ``idempotent_ids=True`` stores each message once.
+* ``kill -9`` of a writer process mid-append (Redis and PostgreSQL; SQLite has its own in
+  ``test_store_reliability.py``): no acknowledged append lost, none duplicated, no batch torn.
+* Compare-and-swap compaction racing an appender process: every acknowledged append is
+  either in the history or inside a prefix the compactor replaced; stale swaps are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxtrim import ContextStore, Message, OutcomeUnknownError, StaleGenerationError, StoreError
+
+from store_backends import PERSISTENT_BACKENDS, Backend, opened
+from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
+from test_server_kill import check_history, start_writer
+
+TIMEOUT = 1.5  # the store's bound in these tests
+MARGIN = 1.0  # what a loaded 2-core machine may add to it
+
+Opener = Callable[..., Awaitable[ContextStore]]
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="ctxtrim-stop-"))
+    path.chmod(0o755)  # the postgres user must reach it
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+async def _timed(call: Awaitable[Any]) -> tuple[BaseException | None, float]:
+    start = time.monotonic()
+    try:
+        await call
+    except Exception as e:
+        return e, time.monotonic() - start
+    return None, time.monotonic() - start
+
+
+async def _stopped_server_round(server: Server, open_store: Opener) -> dict[str, int]:
+    store = await open_store(timeout=TIMEOUT, idempotent_ids=True)
+    try:
+        await store.append(Message.user("acknowledged", id="m0"))
+        unsure = [Message.user("sent to a stopped server", id="m1")]
+        server.pause()
+        try:
+            unknown = 0
+            err, took = await _timed(store.append(unsure[0]))
+            assert isinstance(err, OutcomeUnknownError), repr(err)
+            unknown += 1
+            assert err.operation == "append" and err.__cause__ is not None
+            assert took < TIMEOUT + MARGIN, f"append took {took:.2f}s"
+            err, took = await _timed(store.get_history())
+            assert isinstance(err, StoreError), repr(err)
+            assert took < TIMEOUT + MARGIN, f"get_history took {took:.2f}s"
+            unsure.append(Message.user("another one", id="m2"))
+            err, took = await _timed(store.append_many(unsure[1:]))
+            assert isinstance(err, (OutcomeUnknownError, StoreError)), repr(err)
+            unknown += isinstance(err, OutcomeUnknownError)
+            assert took < TIMEOUT + MARGIN, f"append_many took {took:.2f}s"
+            err, took = await _timed(store.set_context_tokens(1, 2))
+            assert isinstance(err, (OutcomeUnknownError, StoreError)), repr(err)
+            assert took < TIMEOUT + MARGIN, f"set_context_tokens took {took:.2f}s"
+            unknown += isinstance(err, OutcomeUnknownError)
+        finally:
+            server.resume()
+        history: list[Message] = []
+        for _ in range(40):  # the server takes a moment to catch up after SIGCONT
+            try:
+                history = await store.get_history()
+                break
+            except StoreError:
+                await asyncio.sleep(0.1)
+        applied = sum(1 for m in history if m.id in {"m1", "m2"})
+        # What the docs say to do after OutcomeUnknownError: retry with idempotent ids.
+        await store.append_many(unsure)
+        await asyncio.sleep(0.2)  # let a late copy of the first attempt land, if any
+        ids = [m.id for m in await store.get_history()]
+        assert ids == ["m0", "m1", "m2"], ids  # each once, in order
+        return {
+            "acknowledged": 1,
+            "lost": 0,
+            "duplicated": len(ids) - len(set(ids)),
+            "unknown": unknown,
+            "applied_while_unknown": applied,
+        }
+    finally:
+        await store.close()
+
+
+@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+def test_a_stopped_redis_gives_typed_errors_within_the_timeout(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    from ctxtrim.stores.redis import RedisContextStore
+
+    server, url = redis_server(workdir)
+    server.start()
+    try:
+        counts = asyncio.run(
+            _stopped_server_round(
+                server,
+                lambda **kw: RedisContextStore.open(url, "paused", prefix="stop", **kw),
+            )
+        )
+    finally:
+        server.stop()
+    report(request, "server SIGSTOP", "redis", **counts)
+
+
+@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+def test_a_stopped_postgres_gives_typed_errors_within_the_timeout(
+    workdir: Path, request: pytest.FixtureRequest
+) -> None:
+    pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
+    from ctxtrim.stores.postgres import PostgresContextStore
+
+    server, dsn = postgres_server(workdir)
+    server.start()
+    try:
+        counts = asyncio.run(
+            _stopped_server_round(
+                server, lambda **kw: PostgresContextStore.open(dsn, "paused", **kw)
+            )
+        )
+    finally:
+        server.stop()
+    report(request, "server SIGSTOP", "postgres", **counts)
+
+
+# --------------------------------------------------------------------------------------------
+# kill -9 of a writer process, on the shared servers (only the writer dies)
+
+
+@pytest.mark.parametrize("factory", [p for p in PERSISTENT_BACKENDS if p.id != "sqlite"])
+def test_kill9_of_a_writer_loses_no_acknowledged_append(
+    factory: Callable[[Path], Backend], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    backend: Any = factory(tmp_path)
+    if backend.name == "redis":
+        url, namespace = backend.url, backend.prefix
+        from ctxtrim.stores.redis import RedisContextStore
+
+        open_store = lambda: RedisContextStore.open(url, "victim", prefix=namespace)  # noqa: E731
+    else:
+        url, namespace = backend.dsn, backend.schema
+        from ctxtrim.stores.postgres import PostgresContextStore
+
+        open_store = lambda: PostgresContextStore.open(url, "victim", schema=namespace)  # noqa: E731
+    rng = random.Random(7)
+    acked: set[str] = set()
+    counts: dict[str, int] = {}
+    try:
+        for r in range(5):
+            writer = start_writer(backend.name, url, r * 100_000, namespace)
+            assert writer.stdout is not None
+            assert writer.stdout.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.1, 0.4))
+            writer.kill()
+            out, _ = writer.communicate()
+            acked |= set(out.split("\n")[:-1])  # complete lines only
+            counts = check_history(open_store, acked)  # type: ignore[arg-type]
+        assert counts["acknowledged"] > 5
+    finally:
+        asyncio.run(backend.cleanup())
+    report(request, "writer kill -9 x5 (batches)", backend.name, **counts)
+
+
+# --------------------------------------------------------------------------------------------
+# CAS compaction racing an appender process
+
+_APPENDER = r"""
+import asyncio, pickle, sys
+from ctxtrim import Message
+sys.path.insert(0, sys.argv[2])
+backend = pickle.loads(bytes.fromhex(sys.argv[1]))
+
+async def main():
+    from store_backends import opened
+    async with opened(backend, "race") as store:
+        print("ready", flush=True)
+        i = 0
+        while True:
+            await store.append(Message.user(f"a{i}", id=f"a{i}"))
+            print(f"a{i}", flush=True)
+            i += 1
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+def test_cas_compaction_racing_an_appender_loses_nothing(
+    factory: Callable[[Path], Backend], tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    import pickle
+
+    backend = factory(tmp_path)
+    tests_dir = str(Path(__file__).parent)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _APPENDER, pickle.dumps(backend).hex(), tests_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+
+    async def compact() -> tuple[set[str], int, int]:
+        summarised: set[str] = set()
+        applied = stale = 0
+        async with opened(backend, "race") as store:
+            for k in range(25):
+                messages, generation = await store.snapshot()
+                upto = len(messages) // 2
+                await asyncio.sleep(0.01)  # a slow summariser: the appender keeps going
+                summary = Message.user(f"summary {k}", id=f"s{k}")
+                if k % 5 == 4:  # now and then another client rewrites first: must be stale
+                    async with opened(backend, "race") as other:
+                        _, g = await other.snapshot()
+                        await other.replace_prefix(0, [], g)
+                try:
+                    await store.replace_prefix(upto, [summary], generation)
+                except StaleGenerationError:
+                    stale += 1
+                    continue
+                applied += 1
+                summarised |= {m.id or "" for m in messages[:upto]}
+        return summarised, applied, stale
+
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        summarised, applied, stale = asyncio.run(compact())
+        proc.kill()
+        out, _ = proc.communicate()
+        acked = {line for line in out.split("\n")[:-1] if line.startswith("a")}
+
+        async def final() -> list[str]:
+            async with opened(backend, "race") as store:
+                return [m.id or "" for m in await store.get_history()]
+
+        ids = asyncio.run(final())
+        appended = [i for i in ids if i.startswith("a")]
+        lost = acked - summarised - set(appended)
+        assert not lost, f"lost: {sorted(lost)[:5]}"
+        assert len(ids) == len(set(ids))
+        assert stale >= 5 and applied >= 10
+        assert appended == sorted(appended, key=lambda i: int(i[1:]))  # order kept
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        asyncio.run(backend.cleanup())
+    report(
+        request,
+        "CAS compaction vs appender",
+        backend.name,
+        acknowledged=len(acked),
+        lost=len(lost),
+        duplicated=len(ids) - len(set(ids)),
+        unknown=len(set(appended) - acked),
+        swaps_applied=applied,
+        swaps_stale=stale,
+    )
