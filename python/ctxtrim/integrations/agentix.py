@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 try:
     from agentix import context as _agentix_context
@@ -48,8 +48,8 @@ except ImportError as e:  # pragma: no cover - exercised only without agentix in
     raise missing_extra("agentix-toolkit", "agentix", e) from None
 
 from ctxtrim import strategies as _ct
+from ctxtrim._core import MessageLog
 from ctxtrim._text import clip_text
-from ctxtrim.integrations._common import Mirror, select
 from ctxtrim.messages import Message as _Skeleton
 from ctxtrim.messages import ToolResultBlock, ToolUseBlock
 
@@ -177,13 +177,62 @@ class _Skeletons:
         return _Skeleton.user("u")
 
 
+T = TypeVar("T")
+
+
+class _Mirror(Generic[T]):
+    """A log of skeletons kept in step with agentix's append-mostly message list.
+
+    ``sync(messages)`` appends skeletons for new messages only (O(new)); if the list was
+    replaced or rewritten (an edit in place, a new list), which it detects by the identity of
+    its first and last mirrored objects, it rebuilds from scratch. Token counts come from
+    ``count`` once per message and stay cached in the log.
+    """
+
+    def __init__(
+        self,
+        skeleton: Callable[[T, int], _Skeleton],
+        count: Callable[[T], int] | None = None,
+    ) -> None:
+        self._skeleton = skeleton
+        self._count = count
+        self._source: list[T] = []
+        self.log = MessageLog()
+
+    def sync(self, messages: Sequence[T]) -> MessageLog:
+        src = self._source
+        k = len(src)
+        if k and (len(messages) < k or messages[0] is not src[0] or messages[k - 1] is not src[-1]):
+            self._source = []
+            self.log = MessageLog()
+            k = 0
+        if len(messages) > k:
+            new = messages[k:]
+            skeletons = [self._skeleton(m, k + j) for j, m in enumerate(new)]
+            tokens = None if self._count is None else [self._count(m) for m in new]
+            self.log.extend(skeletons, tokens=tokens)
+            self._source.extend(new)
+        return self.log
+
+
+def _select(strategy: _ct.ContextStrategy, log: MessageLog) -> list[int | _Skeleton]:
+    """Run ``strategy`` on the log: per output message, the input index it came from, or
+    the new ctxtrim message the strategy made (a placeholder)."""
+    where = {id(m): i for i, m in enumerate(log.to_list())}
+    out: list[int | _Skeleton] = []
+    for m in strategy.apply(log):
+        i = where.get(id(m))
+        out.append(m if i is None else i)
+    return out
+
+
 class _CoreStrategy(ContextStrategy):
     """An agentix strategy whose cut a ctxtrim strategy decides on a skeleton log."""
 
     _strategy: _ct.ContextStrategy
 
     def _setup(self, count: Callable[[Message], int] | None) -> None:
-        self._mirror: Mirror[Message] = Mirror(_Skeletons(), count)
+        self._mirror: _Mirror[Message] = _Mirror(_Skeletons(), count)
 
     def trim(self, messages: list[Message]) -> list[Message]:
         """The synchronous :meth:`compact`."""
@@ -193,7 +242,7 @@ class _CoreStrategy(ContextStrategy):
             if not isinstance(m, Message):
                 raise TypeError(f"messages[{i}] must be an agentix Message, got {type(m).__name__}")
         log = self._mirror.sync(messages)
-        picked = select(self._strategy, log)
+        picked = _select(self._strategy, log)
         if len(picked) == len(messages):
             return messages  # unchanged: the same list object
         return [messages[i] for i in picked if isinstance(i, int)]
