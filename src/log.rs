@@ -480,9 +480,12 @@ impl<P: Clone> MessageLog<P> {
 
     /// Drops every message of turn `number` (they are contiguous) and returns how many.
     ///
-    /// Later messages keep their turn numbers (a turn id stays a stable name), and the counter
-    /// is not rewound, so the removed number is never handed out again. Indexes and prefix
-    /// sums are rebuilt (O(n)), the calibration anchor is dropped and the generation bumped.
+    /// Later messages keep their turn numbers (a turn id stays a stable name). The counter
+    /// is then the turn of the newest message kept (0 if none), as for a log built afresh
+    /// from the same messages, which is what a persistent store reads back: a removed number
+    /// below a kept turn is never handed out again; the number of a removed newest turn is.
+    /// Indexes and prefix sums are rebuilt (O(n)), the calibration anchor is dropped and the
+    /// generation bumped.
     ///
     /// # Errors
     /// [`LogError::NoSuchTurn`] if no message has that turn number (nothing changes).
@@ -580,6 +583,10 @@ impl<P: Clone> MessageLog<P> {
         for e in self.range(end, len) {
             rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
         }
+        let newest = rebuilt.s.entries.back().map_or(0, |e| e.turn.number);
+        let mut counter = TurnCounter::new();
+        counter.raise_to(newest);
+        rebuilt.state_mut().counter = counter;
         *self = rebuilt;
         Ok(end - start)
     }
@@ -704,7 +711,7 @@ impl<P: Clone> MessageLog<P> {
     }
 
     /// The current turn number (0 before the first real user message). After `remove_turn`
-    /// it can exceed [`MessageLog::turn_count`]: numbers are not reused.
+    /// it can exceed [`MessageLog::turn_count`]: a removed turn number below the newest kept turn is not reused.
     #[must_use]
     pub fn current_turn(&self) -> u32 {
         self.s.counter.current()

@@ -23,7 +23,7 @@ from ctxtrim import (
 )
 from ctxtrim.store import HistorySnapshot
 
-from store_backends import BACKENDS, Backend
+from store_backends import BACKENDS, PERSISTENT_BACKENDS, Backend
 
 
 def call(text: str, tid: str, **kw: object) -> Message:
@@ -256,3 +256,64 @@ async def test_concurrent_stale_generation_gives_up_after_retries() -> None:
     with pytest.raises(StaleGenerationError):
         await ContextStore.remove_turn(store, "u2")
     await asyncio.sleep(0)
+
+
+# ---- one turn rule on every backend ---------------------------------------------------------
+
+
+async def test_every_store_refuses_a_turn_id_that_goes_back(store: ContextStore) -> None:
+    await store.append_many([Message.user("q3", turn="u3"), Message.assistant("r3", turn="a3")])
+    with pytest.raises(
+        InvalidTurnId, match="turn id u2 is out of order: the log is already at turn 3"
+    ):
+        await store.append(Message.user("late", turn="u2"))
+    with pytest.raises(InvalidTurnId, match=r"turn id a4 is out of order: .* at turn 6"):
+        await store.append_many([Message.user("q6", turn="u6"), Message.assistant("r", turn="a4")])
+    assert texts(await store.get_history()) == ["q3", "r3"]
+    await store.append(Message.user("q3 again", turn="u3"))  # the same turn: accepted
+    await store.append_many([Message.user("q5", turn="u5"), Message.user("plain")])
+    log = await store.load_log()
+    assert [str(log.turn_of(i)) for i in range(len(log))] == ["u3", "a3", "u3", "u5", "u6"]
+
+
+async def test_removing_the_newest_turn_rewinds_the_turn_on_every_store(
+    store: ContextStore,
+) -> None:
+    await store.append_many([Message.user("q1", turn="u1"), Message.user("q4", turn="u4")])
+    await store.remove_turn("u4")
+    # The session is at turn 1 again, as a store reading its messages back sees it.
+    assert (await store.load_log()).current_turn == 1
+    await store.append(Message.user("q2", turn="u2"))
+    with pytest.raises(InvalidTurnId, match="already at turn 2"):
+        await store.append(Message.user("q1b", turn="u1"))
+    assert texts(await store.get_history()) == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_racing_appends_with_turn_ids_never_store_one_going_back(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    """Two handles on one session append with caller-given ids at once: each append's check
+    is confirmed inside its write, so a lower id never lands after a higher one."""
+    backend = factory(tmp_path)
+    try:
+        a = await backend.open("race")
+        b = await backend.open("race")
+
+        async def writer(store: ContextStore, numbers: range) -> int:
+            refused = 0
+            for n in numbers:
+                try:
+                    await store.append(Message.user(f"q{n}", turn=f"u{n}"))
+                except InvalidTurnId:
+                    refused += 1
+            return refused
+
+        refused = await asyncio.gather(writer(a, range(1, 60, 2)), writer(b, range(2, 60, 2)))
+        history = await a.get_history()
+        numbers = [int(m.turn[1:]) for m in history if m.turn is not None]
+        assert numbers == sorted(numbers) and len(numbers) + sum(refused) == 59
+        await a.close()
+        await b.close()
+    finally:
+        await backend.cleanup()
