@@ -4,9 +4,11 @@ side of a turn and ``attach_compact_summary``, on every store backend."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -313,6 +315,43 @@ async def test_racing_appends_with_turn_ids_never_store_one_going_back(
         history = await a.get_history()
         numbers = [int(m.turn[1:]) for m in history if m.turn is not None]
         assert numbers == sorted(numbers) and len(numbers) + sum(refused) == 59
+        await a.close()
+        await b.close()
+    finally:
+        await backend.cleanup()
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_a_write_between_the_turn_check_and_the_append_is_caught(
+    factory: Callable[[Path], Backend], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer appends right after this append's turn check: the write sees the
+    session moved, writes nothing, and the check runs again on the new turn."""
+    backend = factory(tmp_path)
+    try:
+        a = await backend.open("moved")
+        b = await backend.open("moved")
+        module = sys.modules[type(a).__module__]
+        real = module.turn_guard
+        calls = 0
+
+        async def racing_guard(load: Any, *args: Any) -> Any:
+            nonlocal calls
+            mine = load.__self__ is a  # a's checks only (b's append checks too)
+            calls += mine
+            guard = await real(load, *args)
+            if mine and calls == 1:  # the other writer gets in between, at a higher turn
+                await b.append(Message.user("other", turn="u9"))
+            return guard
+
+        monkeypatch.setattr(module, "turn_guard", racing_guard)
+        with pytest.raises(InvalidTurnId, match="already at turn 9"):
+            await a.append(Message.user("mine", turn="u5"))
+        assert calls == 2  # checked again after the write found the session moved
+        assert texts(await a.get_history()) == ["other"]
+        calls = 1  # no more racing: a later id goes in on the first check
+        await a.append(Message.user("next", turn="u10"))
+        assert texts(await b.get_history()) == ["other", "next"]
         await a.close()
         await b.close()
     finally:

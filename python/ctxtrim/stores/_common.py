@@ -56,7 +56,6 @@ __all__ = [
     "MAX_SESSION_ID_BYTES",
     "TURN_ATTEMPTS",
     "LogCache",
-    "TurnsMoved",
     "check_batch",
     "check_int64",
     "check_limit",
@@ -294,11 +293,6 @@ async def load_cached(
 TURN_ATTEMPTS = 8
 
 
-class TurnsMoved(Exception):
-    """Internal: the session's generation or length changed between the turn check and the
-    write, which therefore stored nothing; check again."""
-
-
 def turns_kept_moving(session_id: str) -> StoreError:
     return StoreError(
         f"session {session_id!r} kept changing while its turn ids were checked"
@@ -318,7 +312,7 @@ async def turn_guard(
     :class:`~ctxtrim.errors.InvalidTurnId` with the core's message), and the
     ``(generation, mark)`` the check was made at is returned: the write must store the batch
     only if the session is still there (same generation, same length), inside the write's
-    own transaction or script, and raise :class:`TurnsMoved` otherwise.
+    own transaction or script, and write nothing otherwise (the caller checks again).
     """
     if all(m.turn is None for m in messages):
         return None

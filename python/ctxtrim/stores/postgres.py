@@ -67,7 +67,6 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
-    TurnsMoved,
     check_batch,
     check_limit,
     check_max_message_bytes,
@@ -462,11 +461,8 @@ class PostgresContextStore(ContextStore):
         # the batch only if the session row (locked) is still where the check saw it.
         for _ in range(TURN_ATTEMPTS):
             guard = await turn_guard(self.load_log, self._log_cache, messages)
-            try:
-                await self._write_batch(ids, digests, by_id, counts, payloads, texts, guard)
+            if await self._write_batch(ids, digests, by_id, counts, payloads, texts, guard):
                 return
-            except TurnsMoved:
-                continue
         raise turns_kept_moving(self.session_id)
 
     async def _write_batch(
@@ -478,17 +474,21 @@ class PostgresContextStore(ContextStore):
         payloads: list[bytes],
         texts: list[str],
         guard: tuple[int, int] | None,
-    ) -> None:
+    ) -> bool:
+        """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
+        session row is no longer at that ``(generation, next_seq)``: check the turns again."""
         for attempt in range(5):
             try:
                 async with self._conn("append") as conn:
                     if guard is None:
                         await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
-                        return
+                        return True
                     async with conn.transaction():
-                        await self._lock_at(conn, guard)
+                        if not await self._lock_at(conn, guard):
+                            raise psycopg.Rollback()  # leaves the block, nothing written
                         await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
-                        return
+                        return True
+                    return False
             except StoreError as e:
                 # A concurrent append stored one of these ids after our check (the
                 # statement, or the transaction, rolled back whole): check again.
@@ -496,9 +496,9 @@ class PostgresContextStore(ContextStore):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _lock_at(self, conn: psycopg.AsyncConnection[Any], guard: tuple[int, int]) -> None:
-        """Lock the session row (creating it, as the append would) and raise
-        :class:`TurnsMoved` unless its generation and next seq are still ``guard``."""
+    async def _lock_at(self, conn: psycopg.AsyncConnection[Any], guard: tuple[int, int]) -> bool:
+        """Lock the session row (creating it, as the append would); whether its generation
+        and next seq are still ``guard``."""
         await conn.execute(
             self._sql(
                 "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s)"
@@ -513,8 +513,7 @@ class PostgresContextStore(ContextStore):
             (self._key,),
         )
         row = await cur.fetchone()
-        if row is None or (int(row[0]), int(row[1])) != guard:
-            raise TurnsMoved
+        return row is not None and (int(row[0]), int(row[1])) == guard
 
     async def _insert_batch(
         self,

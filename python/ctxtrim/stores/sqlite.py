@@ -54,7 +54,6 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
-    TurnsMoved,
     check_limit,
     check_max_message_bytes,
     check_messages,
@@ -419,11 +418,8 @@ class SQLiteContextStore(ContextStore):
         # stores the batch only if the session is still where the check saw it.
         for _ in range(TURN_ATTEMPTS):
             guard = await turn_guard(self.load_log, self._log_cache, messages)
-            try:
-                await self._write_batch(messages, payloads, path, guard)
+            if await self._write_batch(messages, payloads, path, guard):
                 return
-            except TurnsMoved:
-                continue
         raise turns_kept_moving(self.session_id)
 
     def _keys(self, messages: list[Message], payloads: list[bytes], path: str) -> list[Any]:
@@ -452,15 +448,17 @@ class SQLiteContextStore(ContextStore):
         payloads: list[bytes],
         path: str,
         guard: tuple[int, int] | None,
-    ) -> None:
+    ) -> bool:
+        """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
+        session is no longer at that ``(generation, next_seq)``: check the turns again."""
         counts = token_counts(messages, self._counter)
         keys = self._keys(messages, payloads, path)
         sid = self._sid
 
-        def body(conn: sqlite3.Connection) -> None:
+        def body(conn: sqlite3.Connection) -> bool:
             generation, nxt = _head(conn, sid)
             if guard is not None and (generation, nxt) != guard:
-                raise TurnsMoved  # under the write lock: nothing written, check again
+                return False  # under the write lock: nothing written
             rows: list[tuple[int, int, int, int, int, bytes]] = []
             fresh: set[str] = set()
             for i, (p, n, key) in enumerate(zip(payloads, counts, keys, strict=True)):
@@ -492,8 +490,9 @@ class SQLiteContextStore(ContextStore):
             conn.execute(
                 "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(rows), sid)
             )
+            return True
 
-        await self._run(_write, body)
+        return await self._run(_write, body)
 
     async def clear(self) -> None:
         sid = self._sid
