@@ -107,6 +107,22 @@ pub enum LogError {
     },
     /// No message in the log has this turn number.
     NoSuchTurn(u32),
+    /// Turn `number` has no assistant message (for removing the assistant side of a turn).
+    NoAssistantSide(u32),
+    /// A caller-given turn id is lower than the turn the log is at (turns never go back).
+    TurnOutOfOrder {
+        /// The id the caller gave.
+        given: TurnId,
+        /// The log's current turn number.
+        current: u32,
+    },
+    /// Removing the turn would separate tool call `id` from its result.
+    SplitsToolPair {
+        /// The turn that was to be removed.
+        turn: TurnId,
+        /// The tool-use id whose call and result lie on both sides of the removal.
+        id: Box<str>,
+    },
 }
 
 impl fmt::Display for LogError {
@@ -120,6 +136,17 @@ impl fmt::Display for LogError {
                 write!(f, "index {index} out of range for a log of {len} messages")
             }
             Self::NoSuchTurn(n) => write!(f, "no message in the log belongs to turn {n}"),
+            Self::NoAssistantSide(n) => {
+                write!(f, "turn {n} has no assistant message (nothing to remove as a{n})")
+            }
+            Self::TurnOutOfOrder { given, current } => write!(
+                f,
+                "turn id {given} is out of order: the log is already at turn {current}, and turn numbers never go back"
+            ),
+            Self::SplitsToolPair { turn, id } => write!(
+                f,
+                "removing {turn} would separate tool call {id:?} from its result (the call and the result carry different turn ids); remove the turns together"
+            ),
         }
     }
 }
@@ -263,17 +290,58 @@ impl<P: Clone> MessageLog<P> {
 
     /// Appends a message and returns its index. Amortised O(1), also while snapshots are alive.
     ///
-    /// A real user message starts the next turn; every message gets the current turn number.
+    /// A message with a caller-given turn id ([`Meta::turn`]) gets exactly that id and moves
+    /// the counter to its number; appends check first with [`MessageLog::check_turns`]. In a
+    /// rewrite (`replace_prefix` puts new messages before kept ones) an id below the current
+    /// turn is numbered at the current turn, keeping turns contiguous. Otherwise a real user
+    /// message starts the next turn, and every message gets the current turn number.
     pub fn push(&mut self, payload: P, meta: Meta) -> usize {
         let s = self.state_mut();
-        if meta.is_real_user() {
-            s.counter.advance();
-        }
-        let turn = TurnId {
-            owner: owner_of(meta.role),
-            number: s.counter.current(),
+        let turn = if let Some(given) = meta.turn {
+            s.counter.raise_to(given.number);
+            TurnId {
+                owner: given.owner,
+                number: s.counter.current(),
+            }
+        } else {
+            if meta.is_real_user() {
+                s.counter.advance();
+            }
+            TurnId {
+                owner: owner_of(meta.role),
+                number: s.counter.current(),
+            }
         };
         self.push_entry(payload, meta, turn)
+    }
+
+    /// Checks that appending messages with these facts, in order, keeps turn numbers from
+    /// going back: every caller-given turn id must be at least the turn the log (or the
+    /// message before it) is at.
+    ///
+    /// # Errors
+    /// [`LogError::TurnOutOfOrder`] for the first id that goes back.
+    pub fn check_turns<'a>(
+        &self,
+        metas: impl IntoIterator<Item = &'a Meta>,
+    ) -> Result<(), LogError> {
+        let mut current = self.s.counter;
+        for meta in metas {
+            match meta.turn {
+                Some(given) if given.number < current.current() => {
+                    return Err(LogError::TurnOutOfOrder {
+                        given,
+                        current: current.current(),
+                    });
+                }
+                Some(given) => current.raise_to(given.number),
+                None if meta.is_real_user() => {
+                    current.advance();
+                }
+                None => {}
+            }
+        }
+        Ok(())
     }
 
     /// Appends a message with a turn id decided by the caller (rebuilds).
@@ -412,19 +480,95 @@ impl<P: Clone> MessageLog<P> {
 
     /// Drops every message of turn `number` (they are contiguous) and returns how many.
     ///
-    /// Later messages keep their turn numbers (a turn id stays a stable name), and the counter
-    /// is not rewound, so the removed number is never handed out again. Indexes and prefix
-    /// sums are rebuilt (O(n)), the calibration anchor is dropped and the generation bumped.
+    /// Later messages keep their turn numbers (a turn id stays a stable name). The counter
+    /// is then the turn of the newest message kept (0 if none), as for a log built afresh
+    /// from the same messages, which is what a persistent store reads back: a removed number
+    /// below a kept turn is never handed out again; the number of a removed newest turn is.
+    /// Indexes and prefix sums are rebuilt (O(n)), the calibration anchor is dropped and the
+    /// generation bumped.
     ///
     /// # Errors
     /// [`LogError::NoSuchTurn`] if no message has that turn number (nothing changes).
     pub fn remove_turn(&mut self, number: u32) -> Result<usize, LogError> {
+        self.remove_turn_part(TurnId::user(number))
+    }
+
+    /// Drops the assistant side of turn `number`: its messages from the first assistant
+    /// message on (the reply, its tool calls, their results and any later messages of the
+    /// turn), keeping the user's messages that opened the turn. Otherwise as
+    /// [`MessageLog::remove_turn`].
+    ///
+    /// # Errors
+    /// [`LogError::NoSuchTurn`] if no message has that turn number,
+    /// [`LogError::NoAssistantSide`] if the turn has no assistant message (nothing changes).
+    pub fn remove_assistant_turn(&mut self, number: u32) -> Result<usize, LogError> {
+        self.remove_turn_part(TurnId::assistant(number))
+    }
+
+    /// The range `[start, end)` that removing `turn` drops (the whole turn for a user id, its
+    /// assistant side for an assistant id).
+    ///
+    /// # Errors
+    /// As [`MessageLog::remove_turn`] / [`MessageLog::remove_assistant_turn`], and
+    /// [`LogError::SplitsToolPair`] if a tool call and its result would end up on different
+    /// sides of the removal (possible only with caller-given turn ids).
+    pub fn turn_range(&self, turn: TurnId) -> Result<(usize, usize), LogError> {
+        let number = turn.number;
         let len = self.len();
-        let start = partition_point(len, |i| self.turn_number(i) >= number);
+        let mut start = partition_point(len, |i| self.turn_number(i) >= number);
         let end = partition_point(len, |i| self.turn_number(i) > number);
         if start >= end {
             return Err(LogError::NoSuchTurn(number));
         }
+        if turn.owner == Owner::Assistant {
+            start = self
+                .range(start, end)
+                .position(|e| e.turn.owner == Owner::Assistant)
+                .map(|p| start + p)
+                .ok_or(LogError::NoAssistantSide(number))?;
+        }
+        // Calls removed whose results are kept (after the range), and results removed whose
+        // calls are kept (before it). Ids can be reused later, so a later call with the same
+        // id ends the search for that id.
+        let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut results: Vec<&str> = Vec::new();
+        for e in self.range(start, end) {
+            for id in &e.meta.tool_results {
+                if !calls.contains(&**id) {
+                    results.push(id);
+                }
+            }
+            calls.extend(e.meta.tool_uses.iter().map(|id| &**id));
+        }
+        let split = |id: &str| LogError::SplitsToolPair {
+            turn,
+            id: id.into(),
+        };
+        for e in self.range(end, len) {
+            if calls.is_empty() {
+                break;
+            }
+            if let Some(id) = e.meta.tool_results.iter().find(|id| calls.contains(&***id)) {
+                return Err(split(id));
+            }
+            for id in &e.meta.tool_uses {
+                calls.remove(&**id);
+            }
+        }
+        for id in results {
+            if self
+                .range(0, start)
+                .any(|e| e.meta.tool_uses.iter().any(|u| &**u == id))
+            {
+                return Err(split(id));
+            }
+        }
+        Ok((start, end))
+    }
+
+    fn remove_turn_part(&mut self, turn: TurnId) -> Result<usize, LogError> {
+        let len = self.len();
+        let (start, end) = self.turn_range(turn)?;
         // Entries before the turn are unchanged (same turn, same cumulative tokens): share
         // them. Later ones need new cumulative counts, so they are rebuilt.
         let mut rebuilt = Self {
@@ -439,8 +583,51 @@ impl<P: Clone> MessageLog<P> {
         for e in self.range(end, len) {
             rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
         }
+        let newest = rebuilt.s.entries.back().map_or(0, |e| e.turn.number);
+        let mut counter = TurnCounter::new();
+        counter.raise_to(newest);
+        rebuilt.state_mut().counter = counter;
         *self = rebuilt;
         Ok(end - start)
+    }
+
+    /// Replaces the message at `index` by `payload`/`meta`, keeping its turn id and every
+    /// other entry (a stored message edited in place, e.g. a tool result given a summary).
+    /// Prefix sums from `index` on are rebuilt (O(n)), the calibration anchor is dropped and
+    /// the generation bumped (the history was rewritten, not appended to), if the generation
+    /// still equals `expected_generation`.
+    ///
+    /// # Errors
+    /// [`LogError::StaleGeneration`] if the generation moved; [`LogError::OutOfRange`] if
+    /// `index >= len`. On error nothing changes.
+    pub fn replace_at(
+        &mut self,
+        index: usize,
+        payload: P,
+        meta: Meta,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
+        self.check_generation(expected_generation)?;
+        let len = self.len();
+        if index >= len {
+            return Err(LogError::OutOfRange { index, len });
+        }
+        let turn = self.s.entries[index].turn;
+        let mut rebuilt = Self {
+            s: Arc::new(State {
+                entries: self.s.entries.take(index),
+                index: BoundaryIndex::from_metas(self.range(0, index).map(|e| &e.meta)),
+                counter: self.s.counter,
+                generation: self.s.generation.wrapping_add(1),
+                anchor: None,
+            }),
+        };
+        rebuilt.push_entry(payload, meta, turn);
+        for e in self.range(index + 1, len) {
+            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+        }
+        *self = rebuilt;
+        Ok(())
     }
 
     /// Finishes an optimistic rewrite: `self` is the result of rewriting `base` (by
@@ -524,7 +711,7 @@ impl<P: Clone> MessageLog<P> {
     }
 
     /// The current turn number (0 before the first real user message). After `remove_turn`
-    /// it can exceed [`MessageLog::turn_count`]: numbers are not reused.
+    /// it can exceed [`MessageLog::turn_count`]: a removed turn number below the newest kept turn is not reused.
     #[must_use]
     pub fn current_turn(&self) -> u32 {
         self.s.counter.current()

@@ -13,6 +13,8 @@
 //! - Only a [`Role::User`] message can open a user turn: [`Meta::is_real_user`] ignores
 //!   `real_user` on other roles, so a mislabelled assistant or system message never starts a turn.
 
+use crate::turn::TurnId;
+
 /// Who wrote a message. Tool results travel in user messages (Anthropic's model), so there is
 /// no tool role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +40,8 @@ pub struct Meta {
     pub tool_results: Vec<Box<str>>,
     /// A user message with content other than tool results (it starts a user turn).
     pub real_user: bool,
+    /// The turn id the caller gave the message, if any (the log honours it).
+    pub turn: Option<TurnId>,
 }
 
 impl Meta {
@@ -50,6 +54,7 @@ impl Meta {
             tool_uses: Vec::new(),
             tool_results: Vec::new(),
             real_user: false,
+            turn: None,
         }
     }
 
@@ -102,6 +107,13 @@ impl Meta {
 
     /// True for a user message that opens a user turn. `real_user` on a system or assistant
     /// message is ignored: only the user speaks a user turn.
+    /// Sets the caller-given turn id.
+    #[must_use]
+    pub fn with_turn(mut self, turn: TurnId) -> Self {
+        self.turn = Some(turn);
+        self
+    }
+
     #[must_use]
     pub fn is_real_user(&self) -> bool {
         self.role == Role::User && self.real_user

@@ -156,6 +156,11 @@ impl TurnCounter {
         self.0
     }
 
+    /// Moves the counter forward to `number` (never back).
+    pub fn raise_to(&mut self, number: u32) {
+        self.0 = self.0.max(number);
+    }
+
     /// Starts the next turn and returns its number (saturating at `u32::MAX`).
     pub fn advance(&mut self) -> u32 {
         self.0 = self.0.saturating_add(1);

@@ -4,9 +4,10 @@
 
 use ctxtrim::boundary::PinnedHead;
 use ctxtrim::boundary::{repair_plan, validate, RepairOp};
-use ctxtrim::log::{Cut, MessageLog, StableCut};
+use ctxtrim::log::{Cut, LogError, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
 use ctxtrim::tail::decide_from_end;
+use ctxtrim::turn::TurnId;
 use ctxtrim::window::{decide, Options, Rule};
 use proptest::prelude::*;
 
@@ -122,6 +123,7 @@ fn chaos() -> impl Strategy<Value = Vec<Meta>> {
             tool_uses: uses.into_iter().map(Box::from).collect(),
             tool_results: results.into_iter().map(Box::from).collect(),
             real_user: real,
+            turn: None,
         });
     prop::collection::vec(meta, 0..25)
 }
@@ -594,11 +596,41 @@ proptest! {
                 let kept: Vec<(u32, u32)> =
                     before.iter().copied().filter(|&(_, t)| t != turn).collect();
                 prop_assert_eq!(n, before.len() - kept.len());
+                // The counter is the newest kept turn, as a log built afresh would have.
+                let newest = kept.last().map_or(0, |&(_, t)| t);
                 prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn.number)).collect::<Vec<_>>(), kept);
-                prop_assert_eq!(log.current_turn(), current);
+                prop_assert!(newest <= current);
+                prop_assert_eq!(log.current_turn(), newest);
                 check_consistent(&log)?;
             }
+            // A user message holding tool results and text opens the next turn, so a call and
+            // its result can lie in different turns: such a removal is refused, unchanged.
+            Err(LogError::SplitsToolPair { .. }) => {
+                prop_assert!(before.iter().any(|&(_, t)| t == turn));
+                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn.number)).collect::<Vec<_>>(), before);
+            }
             Err(_) => prop_assert!(before.iter().all(|&(_, t)| t != turn)),
+        }
+    }
+
+    #[test]
+    fn remove_assistant_turn_keeps_the_users_side(metas in history(), turn in 0u32..8) {
+        let mut log = log_of(&metas);
+        let before: Vec<(u32, TurnId)> = log.iter().map(|e| (e.payload, e.turn)).collect();
+        match log.remove_assistant_turn(turn) {
+            Ok(n) => {
+                let start = before.iter().position(|&(_, t)| t == TurnId::assistant(turn)).unwrap();
+                let end = before.iter().rposition(|&(_, t)| t.number == turn).unwrap() + 1;
+                prop_assert_eq!(n, end - start);
+                let mut kept = before.clone();
+                kept.drain(start..end);
+                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn)).collect::<Vec<_>>(), kept);
+                check_consistent(&log)?;
+            }
+            Err(LogError::SplitsToolPair { .. }) => {
+                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn)).collect::<Vec<_>>(), before);
+            }
+            Err(_) => prop_assert!(!before.iter().any(|&(_, t)| t == TurnId::assistant(turn))),
         }
     }
 

@@ -292,7 +292,7 @@ async def test_bad_settings_are_rejected(kwargs: dict[str, Any]) -> None:
 
 
 async def test_bad_input_is_rejected() -> None:
-    with pytest.raises(CompactionSettingsError):
+    with pytest.raises(CompactionSettingsError, match="or be an axio transport"):
         await compact_context(fill(30), object())  # type: ignore[arg-type]
     with pytest.raises(InvalidMessage, match=r"\[1\]"):
         await compact_context([Message.user("a"), {"role": "user"}], ExtractiveTransport())  # type: ignore[list-item]
@@ -600,3 +600,21 @@ async def test_long_agent_loop_on_sqlite_stays_valid_bounded_and_one_session(
     assert summary.meta["ctxtrim"]["summarised_messages"] > 200  # type: ignore[index]
     assert [s.session_id for s in await inner.list_sessions()] == ["agent"]
     await store.close()
+
+
+async def test_a_streaming_transport_needs_axio() -> None:
+    """A transport with only ``stream()`` is taken as an axio transport: wrapped when axio
+    imports (tests/test_integration_axio.py runs it on Python >= 3.12), a clear settings
+    error naming the extra when it does not."""
+
+    class Streaming:
+        def stream(self, messages: Any, tools: Any, system: str) -> Any:
+            raise AssertionError("not called")
+
+    try:
+        import axio  # noqa: F401
+    except ImportError:
+        with pytest.raises(CompactionSettingsError, match=r"ctxtrim\[axio\]"):
+            await compact_context(fill(30), Streaming())  # type: ignore[arg-type]
+    else:
+        pytest.skip("axio is installed: tests/test_integration_axio.py covers the wrapping")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ pytest.importorskip("axio", reason="axio not installed: pip install 'ctxtrim[axi
 
 from axio import blocks as ab
 from axio.agent import Agent
+from axio.compaction import compact_context as axio_compact_context
 from axio.context import ContextStore, MemoryContextStore
 from axio.messages import Message as AxioMessage
 from axio.testing import (
@@ -30,8 +32,17 @@ from axio.testing import (
     make_tool_use_response,
 )
 
-from ctxtrim import KeepLastTurns, SQLiteContextStore, validate
-from ctxtrim.integrations.axio import AxioContextStore, from_axio, to_axio
+from ctxtrim import AutoCompactStore, KeepLastTurns, Message, SQLiteContextStore, validate
+from ctxtrim import MemoryContextStore as CtxtrimMemory
+from ctxtrim import compact_context as ctxtrim_compact_context
+from ctxtrim.errors import CompactionSettingsError
+from ctxtrim.integrations.axio import (
+    AxioContextStore,
+    AxioTransport,
+    compact_context,
+    from_axio,
+    to_axio,
+)
 
 SAMPLES = [
     AxioMessage("system", [ab.TextBlock("be terse")]),
@@ -115,3 +126,112 @@ def test_axio_agent_runs_on_a_sqlite_ctxtrim_store(tmp_path: Path) -> None:
     trimmed = KeepLastTurns(1)(history)
     assert validate(trimmed) == []
     asyncio.run(store.close())
+
+
+# ---- compact_context with an axio transport, against axio's own -----------------------------
+
+
+def _chat(n: int) -> list[AxioMessage]:
+    return [
+        AxioMessage("user" if i % 2 == 0 else "assistant", [ab.TextBlock(f"m{i}")])
+        for i in range(n)
+    ]
+
+
+def _with_tools() -> list[AxioMessage]:
+    # 12 messages; with keep_recent=4 the split (index 8) lands on a tool result.
+    h = _chat(6)
+    h += [
+        AxioMessage("user", [ab.TextBlock("run it")]),
+        AxioMessage("assistant", [ab.ToolUseBlock("c1", "echo", {"msg": "x"})]),
+        AxioMessage("user", [ab.ToolResultBlock("c1", "x")]),
+        AxioMessage("assistant", [ab.TextBlock("done")]),
+        AxioMessage("user", [ab.TextBlock("thanks")]),
+        AxioMessage("assistant", [ab.TextBlock("bye")]),
+    ]
+    return h
+
+
+async def _axio_store(history: list[AxioMessage]) -> AxioContextStore:
+    store = AxioContextStore()
+    for m in history:
+        await store.append(m)
+    return store
+
+
+def _both(
+    history: list[AxioMessage], responses: list[Any], keep_recent: int = 6
+) -> tuple[list[AxioMessage] | None, list[AxioMessage] | None]:
+    """ctxtrim's and axio's compact_context on the same history and the same transport."""
+
+    async def main() -> tuple[list[AxioMessage] | None, list[AxioMessage] | None]:
+        ours = await compact_context(
+            await _axio_store(history), StubTransport(responses), keep_recent=keep_recent
+        )
+        theirs = await axio_compact_context(
+            MemoryContextStore(list(history)), StubTransport(responses), keep_recent=keep_recent
+        )
+        return ours, theirs
+
+    return asyncio.run(main())
+
+
+def test_compact_context_returns_what_axios_returns() -> None:
+    ours, theirs = _both(_chat(22), [make_text_response("SUMMARY")])
+    assert isinstance(ours, list) and ours == theirs
+    assert [m.role for m in ours[:2]] == ["user", "assistant"]
+    assert ours[0].content == [ab.TextBlock("SUMMARY")] and len(ours) == 8
+
+
+def test_compact_context_returns_none_where_axio_does() -> None:
+    assert _both(_chat(5), [make_text_response("S")]) == (None, None)  # nothing before
+    assert _both([], [make_text_response("S")]) == (None, None)
+    # The summary call fails: axio logs and returns None; so does ctxtrim.
+    failing = [[RuntimeError("provider down")]]
+    assert _both(_chat(22), failing) == (None, None)
+
+
+def test_a_cut_on_a_tool_result_walks_back_as_axios_without_two_assistants() -> None:
+    ours, theirs = _both(_with_tools(), [make_text_response("S")], keep_recent=4)
+    assert isinstance(ours, list) and isinstance(theirs, list)
+    # axio: [summary, "Understood", assistant(tool_use), ...]: two assistants in a row.
+    assert [m.role for m in theirs[:3]] == ["user", "assistant", "assistant"]
+    # ctxtrim: the same cut and kept part, without the acknowledgement there.
+    assert ours == [theirs[0], *theirs[2:]]
+    assert validate([from_axio(m) for m in ours]) == []
+
+
+def test_keep_recent_zero_summarises_everything_where_axio_raises() -> None:
+    history = _chat(8)
+    ours = asyncio.run(
+        compact_context(
+            asyncio.run(_axio_store(history)),
+            StubTransport([make_text_response("S")]),
+            keep_recent=0,
+        )
+    )
+    assert ours is not None and [m.role for m in ours] == ["user", "assistant"]
+    with pytest.raises(IndexError):
+        asyncio.run(
+            axio_compact_context(
+                MemoryContextStore(history), StubTransport([make_text_response("S")]), keep_recent=0
+            )
+        )
+    with pytest.raises(CompactionSettingsError, match="keep_recent"):
+        asyncio.run(
+            compact_context(asyncio.run(_axio_store(history)), StubTransport([]), keep_recent=-1)
+        )
+
+
+def test_ctxtrim_compaction_takes_an_axio_transport() -> None:
+    history = [Message.user("task")] + [
+        Message.assistant(f"a{i}") if i % 2 else Message.user(f"u{i}") for i in range(1, 12)
+    ]
+    transport = StubTransport([make_text_response("the summary")])
+    out = asyncio.run(ctxtrim_compact_context(history, transport, max_messages=4, keep_recent=2))
+    assert out is not None and out[0].text == "task" and "the summary" in out[1].text
+    assert out[2:] == history[-2:]
+    store = AutoCompactStore(CtxtrimMemory(), StubTransport([make_text_response("s")]))
+    assert isinstance(store.transport, AxioTransport)
+    with pytest.raises(TypeError, match="axio transport"):
+        AxioTransport(object())  # type: ignore[arg-type]

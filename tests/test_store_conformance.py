@@ -19,7 +19,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ctxtrim import ContextStore, InvalidMessage, Message, StaleGenerationError
+from ctxtrim import (
+    ContextStore,
+    InvalidMessage,
+    InvalidTurnId,
+    Message,
+    MessageLog,
+    StaleGenerationError,
+)
 from ctxtrim.store import _preview
 
 from store_backends import BACKENDS, Backend
@@ -28,6 +35,21 @@ from strategies import messages
 _T = TypeVar("_T")
 MAX_STORES = 4
 batches = st.lists(messages(), max_size=4)
+
+
+def turn_refusal(history: list[Message], batch: list[Message]) -> str | None:
+    """The model of the one turn rule: the ``InvalidTurnId`` message appending ``batch`` to
+    ``history`` raises on every store, or ``None``. The history's turn is what a rewrite of
+    it from scratch numbers (a caller-given id below the turn before it, which only a
+    ``replace_prefix`` can store, counts at that turn); the batch's ids may not go below it,
+    nor below an earlier id of the batch."""
+    log = MessageLog()
+    log.replace_prefix(0, history, log.generation)
+    try:
+        log.extend(batch)
+    except InvalidTurnId as e:
+        return str(e)
+    return None
 
 
 class StoreMachine(RuleBasedStateMachine):
@@ -63,14 +85,26 @@ class StoreMachine(RuleBasedStateMachine):
     @rule(data=st.data(), message=messages())
     def append(self, data: st.DataObject, message: Message) -> None:
         i = data.draw(st.integers(0, len(self.stores) - 1))
-        self.run(self.stores[i].append(message))
-        self.model[i].append(message)
+        self.append_or_refuse(i, [message], one=True)
 
     @rule(data=st.data(), batch=batches)
     def append_many(self, data: st.DataObject, batch: list[Message]) -> None:
         i = data.draw(st.integers(0, len(self.stores) - 1))
-        self.run(self.stores[i].append_many(batch))
-        self.model[i].extend(batch)
+        self.append_or_refuse(i, batch)
+
+    def append_or_refuse(self, i: int, batch: list[Message], one: bool = False) -> None:
+        """Append on store ``i``, or (a caller-given turn id going back) see it refused with
+        the same error on every backend and nothing stored (the invariants re-read it)."""
+        store = self.stores[i]
+        refusal = turn_refusal(self.model[i], batch)
+        call = store.append(batch[0]) if one else store.append_many(batch)
+        if refusal is None:
+            self.run(call)
+            self.model[i].extend(batch)
+            return
+        with pytest.raises(InvalidTurnId) as err:
+            self.run(call)
+        assert type(err.value) is InvalidTurnId and str(err.value) == refusal
 
     @rule(data=st.data(), batch=batches, junk=st.sampled_from([None, "text", {"role": "user"}]))
     def append_many_with_a_bad_item_changes_nothing(
@@ -123,8 +157,7 @@ class StoreMachine(RuleBasedStateMachine):
         snap_messages, generation = self.run(store.snapshot())
         assert snap_messages == self.model[i]
         upto = data.draw(st.integers(0, len(snap_messages)))
-        self.run(store.append_many(meanwhile))
-        self.model[i].extend(meanwhile)
+        self.append_or_refuse(i, meanwhile)
         if rewrite_meanwhile:
             self.clear_store(i)
             with pytest.raises(StaleGenerationError):

@@ -18,6 +18,7 @@ from ctxtrim import (
     CtxtrimError,
     InvalidArgument,
     InvalidMessage,
+    InvalidTurnId,
     Message,
     OutcomeUnknownError,
     StaleGenerationError,
@@ -78,6 +79,13 @@ def _not_a_batch(value: object, method: str = "append_many") -> tuple[Call, type
     return call, InvalidMessage, f"messages: must be a sequence of Message, got {kind}"
 
 
+def _turn_back(given: str, current: int) -> str:
+    return (
+        f"turn id {given} is out of order: the log is already at turn {current},"
+        " and turn numbers never go back"
+    )
+
+
 #: case id -> (call(store, generation), error class, exact message; "{g}" = generation)
 ERROR_TABLE: dict[str, tuple[Call, type[CtxtrimError], str]] = {
     "replace_prefix(upto > len)": (
@@ -135,6 +143,24 @@ ERROR_TABLE: dict[str, tuple[Call, type[CtxtrimError], str]] = {
         lambda s, g: s.append("text"),  # type: ignore[arg-type]
         InvalidMessage,
         "message: expected a ctxtrim.Message, got str",
+    ),
+    # The history is "first" (turn u1) and "second" (a1): the session is at turn 1.
+    "append(turn id below the current turn)": (
+        lambda s, g: s.append(Message.user("late", turn="u0")),
+        InvalidTurnId,
+        _turn_back("u0", 1),
+    ),
+    "append(assistant turn id below the current turn)": (
+        lambda s, g: s.append(Message.assistant("late", turn="a0")),
+        InvalidTurnId,
+        _turn_back("a0", 1),
+    ),
+    "append_many(ok, then a turn id going back in the batch)": (
+        lambda s, g: s.append_many(
+            [Message.user("ok", turn="u5"), Message.assistant("back", turn="a4")]
+        ),
+        InvalidTurnId,
+        _turn_back("a4", 5),
     ),
     "get_history(limit=-1)": _bad_limit(-1),
     "get_history(limit=1.0)": _bad_limit(1.0),

@@ -208,7 +208,7 @@ def test_plain_sequences_and_bad_inputs() -> None:
         (lambda: HeadAndTail(1, 1, placeholder="skipped"), "placeholder"),
         (lambda: FitContextWindow(0), "max_tokens"),
         (lambda: FitContextWindow(100, reserve_tokens=100), "reserve_tokens"),
-        (lambda: FitContextWindow(100, counter=len), "TokenCounter"),  # type: ignore[arg-type]
+        (lambda: FitContextWindow(100, counter=3), "TokenCounter"),  # type: ignore[arg-type]
         (lambda: TruncateToolOutputs(0), "max_chars"),
         (lambda: TruncateToolOutputs(5, marker=None), "marker"),  # type: ignore[arg-type]
         (lambda: ClearToolResults(10, keep=-1), "keep"),

@@ -7,7 +7,7 @@ Every history ctxtrim hands back is provider-valid: no tool result without its c
 call cut from its result.
 """
 
-from ctxtrim._core import MessageLog, TurnId, __version__
+from ctxtrim._core import MessageLog, TurnCounter, TurnId, __version__
 from ctxtrim.compaction import (
     AutoCompactStore,
     CompactionEvent,
@@ -104,6 +104,7 @@ __all__ = [
     "TrimReport",
     "TrimRounds",
     "TruncateToolOutputs",
+    "TurnCounter",
     "TurnId",
     "Usage",
     "Violation",

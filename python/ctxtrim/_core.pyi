@@ -14,6 +14,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "MessageFacts",
     "MessageLog",
+    "TurnCounter",
     "TurnId",
     "__version__",
     "cut_window",
@@ -93,6 +94,15 @@ def repair_plan(messages: Sequence[Message]) -> list[tuple[str, int, int, list[s
     """The deterministic repair plan as ``(op, index, position, ids)`` tuples."""
 
 @final
+class TurnCounter:
+    """Hands out turn ids: ``next_user()`` -> ``"u1"``, ``"u2"``...; ``next_assistant()`` ->
+    ``"a<n>"`` for the current turn. Thread-safe, only moves forward."""
+
+    def __new__(cls, start: int = 0) -> TurnCounter: ...
+    def next_user(self) -> str: ...
+    def next_assistant(self) -> str: ...
+    def current(self) -> int: ...
+
 class TurnId:
     """A turn id: ``"u3"`` (user turn 3) or ``"a3"`` (the assistant's part of turn 3)."""
 
@@ -167,7 +177,14 @@ class MessageLog:
         """Replace messages ``[0, upto)`` if the generation is still ``expected_generation``."""
 
     def remove_turn(self, turn: int | str | TurnId) -> int:
-        """Drop every message of one turn; returns how many."""
+        """Drop one turn (``"u3"``/``3``: all of it; ``"a3"``: its assistant side, keeping the
+        user's message); returns how many."""
+    def turn_range(self, turn: int | str | TurnId) -> tuple[int, int]:
+        """``[start, end)`` that ``remove_turn(turn)`` would drop; nothing changes."""
+    def replace_at(
+        self, index: int, message: Message, expected_generation: int, *, tokens: int | None = None
+    ) -> None:
+        """Replace message ``index`` (keeping its turn id) if the generation is unchanged."""
 
     def tokens(self, start: int = 0, end: int | None = None) -> int:
         """Estimated tokens of messages ``[start, end)``."""

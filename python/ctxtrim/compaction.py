@@ -91,12 +91,24 @@ def _check_timeout(timeout: object) -> float | None:
     return float(timeout)
 
 
-def _check_transport(transport: object) -> None:
-    if not callable(getattr(transport, "complete", None)):
-        raise CompactionSettingsError(
-            f"transport must have an async complete(messages, *, system, max_tokens) method, "
-            f"got {type(transport).__name__}"
-        )
+def _check_transport(transport: Any) -> CompletionTransport:
+    """``transport``, or an axio transport (streaming, no ``complete``) wrapped in
+    :class:`ctxtrim.integrations.axio.AxioTransport`."""
+    if callable(getattr(transport, "complete", None)):
+        return transport  # type: ignore[no-any-return]
+    if callable(getattr(transport, "stream", None)):
+        try:
+            from ctxtrim.integrations.axio import AxioTransport
+        except ImportError as err:
+            raise CompactionSettingsError(
+                f"transport {type(transport).__name__} streams like an axio transport, but "
+                f"axio is not importable ({err}); install ctxtrim[axio] (Python >= 3.12)"
+            ) from err
+        return AxioTransport(transport)
+    raise CompactionSettingsError(
+        f"transport must have an async complete(messages, *, system, max_tokens) method "
+        f"or be an axio transport (stream()), got {type(transport).__name__}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,7 +223,7 @@ async def compact_context(
     _check_int("keep_recent", keep_recent, 0)
     _check_int("max_summary_tokens", max_summary_tokens, 1)
     timeout = _check_timeout(timeout)
-    _check_transport(transport)
+    transport = _check_transport(transport)
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise CompactionSettingsError(f"system_prompt must be a str, got {system_prompt!r}")
     if isinstance(context, ContextStore):
@@ -311,7 +323,7 @@ class AutoCompactStore(ContextStore):
                     f"{type(store).__name__} does not implement {method}(), which "
                     "AutoCompactStore needs to rewrite the history without losing appends"
                 )
-        _check_transport(transport)
+        transport = _check_transport(transport)
         _check_int("keep_recent", keep_recent, 0)
         if max_tokens is not None:
             _check_int("max_tokens", max_tokens, 1)
@@ -359,7 +371,7 @@ class AutoCompactStore(ContextStore):
         return self._store.session_id
 
     def __getattr__(self, name: str) -> Any:
-        # Backend extras (``log``, ``remove_turn``...) pass through. Only called for names
+        # Backend extras (``log``...) pass through. Only called for names
         # not found normally; ``_store`` itself must exist to avoid recursion in copies.
         if name.startswith("__") or "_store" not in self.__dict__:
             raise AttributeError(name)
@@ -401,6 +413,14 @@ class AutoCompactStore(ContextStore):
     ) -> None:
         await self._store.replace_prefix(upto, messages, expected_generation)
         self._context = self._hold_until = None
+
+    async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
+        removed = await self._store.remove_turn(turn)
+        self._context = self._hold_until = None
+        return removed
+
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+        await self._store.attach_compact_summary(tool_use_id, summary)
 
     async def load_log(self) -> _core.MessageLog:
         return await self._store.load_log()

@@ -13,8 +13,12 @@ The ABC keeps the seed's (axio's) async API so existing agent loops drop in unch
   and keeps every message appended meanwhile. This is how compaction never loses a write.
 - ``load_log()`` — the history as a read-only ``MessageLog`` with its cached token counts,
   what the trimming strategies work on.
-- ``generation()`` — bumped by ``clear``, ``replace_prefix`` and ``remove_turn``, never by
-  ``append``.
+- ``remove_turn(turn)`` — drops one turn (``"u3"``: the whole turn; ``"a3"``: the
+  assistant's side of it, keeping the user's message), atomically.
+- ``attach_compact_summary(tool_use_id, summary)`` — gives a stored tool result its
+  ``compact_summary`` (the stand-in :class:`~ctxtrim.ClearToolResults` shows), atomically.
+- ``generation()`` — bumped by ``clear``, ``replace_prefix``, ``remove_turn`` and
+  ``attach_compact_summary`` (each rewrites stored messages), never by ``append``.
 
 Invariants: a message is validated before anything is stored (bad input raises
 :class:`~ctxtrim.errors.InvalidMessage` and changes nothing); history order is append
@@ -30,15 +34,26 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple, TypeVar
 
+import msgspec
+
 from ctxtrim import _core
-from ctxtrim.errors import InvalidArgument, InvalidMessage, stale_generation_error
-from ctxtrim.messages import Message, TextBlock
+from ctxtrim.errors import (
+    InvalidArgument,
+    InvalidMessage,
+    StaleGenerationError,
+    stale_generation_error,
+)
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock
 from ctxtrim.tokens import TokenCounter
 
 __all__ = ["ContextStore", "HistorySnapshot", "MemoryContextStore", "SessionInfo"]
 
 _S = TypeVar("_S", bound="ContextStore")
 _PREVIEW_CHARS = 80
+#: How often ``remove_turn`` / ``attach_compact_summary`` re-read and retry when another
+#: rewrite (a compaction, a clear) wins the race before giving up with the
+#: :class:`~ctxtrim.errors.StaleGenerationError`.
+_REWRITE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +127,24 @@ def _preview(history: Iterable[Message]) -> str:
     return ""
 
 
+def _summarised(history: Sequence[Message], tool_use_id: str, summary: str) -> tuple[int, Message]:
+    """The index of the newest message holding the tool result ``tool_use_id`` and that
+    message with ``summary`` as the result's ``compact_summary``; ``KeyError`` if none."""
+    if not isinstance(tool_use_id, str) or not isinstance(summary, str):
+        raise TypeError("tool_use_id and summary must be str")
+    for i in range(len(history) - 1, -1, -1):
+        message = history[i]
+        if message.role != "user":
+            continue
+        content = message.content
+        for j, block in enumerate(content):
+            if type(block) is ToolResultBlock and block.tool_use_id == tool_use_id:
+                new_block = msgspec.structs.replace(block, compact_summary=summary)
+                new_content = (*content[:j], new_block, *content[j + 1 :])
+                return i, msgspec.structs.replace(message, content=new_content)
+    raise KeyError(f"no stored tool result answers tool call {tool_use_id!r}")
+
+
 class ContextStore(ABC):
     """A conversation history. Subclasses implement at least ``append`` and ``get_history``.
 
@@ -158,6 +191,63 @@ class ContextStore(ABC):
         """Replace the first ``upto`` messages by ``messages`` if the generation is still
         ``expected_generation``; raise :class:`~ctxtrim.errors.StaleGenerationError` if not."""
         raise NotImplementedError(f"{type(self).__name__} does not support replace_prefix()")
+
+    async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
+        """Drop one turn and return how many messages went (an interrupted request rolled
+        back, say). ``"u3"`` (or ``3``) drops the whole of turn 3; ``"a3"`` drops only the
+        assistant's side: turn 3's messages from its first assistant message on (the reply,
+        its tool calls and their results), keeping the user's message that opened it.
+
+        Atomic: the history is read with its generation and rewritten by
+        :meth:`replace_prefix`, so messages appended meanwhile are kept; if another rewrite
+        wins, it re-reads and retries. Bumps the generation. Later messages keep their turn
+        ids (they are written with them, so a reopened store numbers them as before). O(n).
+
+        Raises ``KeyError`` if no message has that turn (or turn 3 has no assistant message
+        for ``"a3"``), :class:`~ctxtrim.errors.InvalidTurnId` for a malformed id, and
+        ``ValueError`` if the removal would separate a tool call from its result (possible
+        only with caller-given turn ids); nothing changes then.
+        """
+        for attempt in range(_REWRITE_ATTEMPTS):
+            history, generation = await self.snapshot()
+            log = _core.MessageLog(history)
+            start, end = log.turn_range(turn)
+            kept = list(history[:start])
+            for j in range(end, len(history)):
+                message = history[j]
+                if message.turn is None:
+                    message = msgspec.structs.replace(message, turn=str(log.turn_of(j)))
+                kept.append(message)
+            try:
+                await self.replace_prefix(len(history), kept, generation)
+            except StaleGenerationError:
+                if attempt == _REWRITE_ATTEMPTS - 1:
+                    raise
+                continue
+            return end - start
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+        """Give the stored tool result answering ``tool_use_id`` (the newest, if the id was
+        reused) ``summary`` as its ``compact_summary``, the short stand-in that
+        :class:`~ctxtrim.ClearToolResults` shows once the result is old (agent-air's
+        ``compact_summaries`` map, kept on the message itself).
+
+        Atomic (a compare-and-swap on the generation, retried if another rewrite wins;
+        messages appended meanwhile are kept) and it bumps the generation: the stored message
+        is rewritten, so a compaction that read the history before must re-read rather than
+        write the old result back. Raises ``KeyError`` if no stored tool result has that id.
+        """
+        for attempt in range(_REWRITE_ATTEMPTS):
+            history, generation = await self.snapshot()
+            index, message = _summarised(history, tool_use_id, summary)
+            try:
+                await self.replace_prefix(index + 1, [*history[:index], message], generation)
+            except StaleGenerationError:
+                if attempt == _REWRITE_ATTEMPTS - 1:
+                    raise
+                continue
+            return
 
     async def load_log(self) -> _core.MessageLog:
         """The history as a read-only :class:`~ctxtrim.MessageLog` (cached token counts,
@@ -302,10 +392,22 @@ class MemoryContextStore(ContextStore):
             raise _upto_past_end(upto, len(self._log))
         self._log.replace_prefix(upto, messages, expected_generation, tokens=self._counts(messages))
 
-    async def remove_turn(self, turn: int | str) -> int:
-        """Drop every message of one user turn (e.g. an interrupted request); returns how
-        many were removed."""
+    async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
+        # One core rewrite under the log's lock: atomic, later turn ids unchanged.
         return self._log.remove_turn(turn)
+
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+        for attempt in range(_REWRITE_ATTEMPTS):
+            view = self._log.snapshot()
+            index, message = _summarised(view.to_list(), tool_use_id, summary)
+            tokens = None if self._counter is None else self._counter.count_message(message)
+            try:
+                self._log.replace_at(index, message, view.generation, tokens=tokens)
+            except StaleGenerationError:
+                if attempt == _REWRITE_ATTEMPTS - 1:
+                    raise
+                continue
+            return
 
     async def fork(self) -> MemoryContextStore:
         child = MemoryContextStore(counter=self._counter)

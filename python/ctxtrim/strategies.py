@@ -24,8 +24,8 @@ the log's index. Every message's facts (tokens, role, tool ids) are read once an
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from abc import ABC
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, overload
 
@@ -36,7 +36,7 @@ from ctxtrim._text import clip_text
 from ctxtrim.errors import InvalidStrategy
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import MemoryContextStore
-from ctxtrim.tokens import TokenCounter
+from ctxtrim.tokens import TokenCounter, as_token_counter
 
 __all__ = [
     "SKIPPED_META_KEY",
@@ -272,17 +272,42 @@ def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
 # The base class
 
 
-class ContextStrategy(ABC):
+class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses override compact)
     """Base of every strategy: ``strategy(messages)``, ``apply(source)``, ``describe(...)``.
 
-    Subclasses implement ``_run``. ``counter`` (when a strategy has one) counts the tokens
-    of a plain list; a ``MessageLog`` or store brings its own cached counts.
+    **Writing your own**: subclass and override :meth:`compact` (a plain list in, a list
+    out; return the input list itself when nothing changes). Nothing private to implement;
+    the subclass then works everywhere a shipped strategy does — called directly, in
+    :class:`Pipeline` and :class:`CacheStable`, with ``apply(log_or_store)`` and
+    ``describe`` (which reports an output message that is an input object as kept, and any
+    other as inserted). Keep the output pair-safe (:func:`ctxtrim.validate` checks a
+    history): a custom strategy is trusted, not checked on every call.
+
+    ``counter`` (when a strategy has one) counts the tokens of a plain list; a
+    ``MessageLog`` or store brings its own cached counts.
     """
 
     counter: TokenCounter | None = None
 
-    @abstractmethod
-    def _run(self, inp: _Input) -> _Outcome: ...
+    def compact(self, messages: list[Message]) -> list[Message]:
+        """The trimmed history; ``messages`` itself if nothing changed. Override this in a
+        custom strategy; the shipped strategies implement it as :meth:`apply`."""
+        return self.apply(messages)
+
+    def _run(self, inp: _Input) -> _Outcome:
+        # The shipped strategies override this (the core path); a custom one runs `compact`.
+        if type(self).compact is ContextStrategy.compact:
+            raise NotImplementedError(f"{type(self).__name__} must override compact()")
+        messages = inp.messages
+        out = self.compact(messages)
+        if out is messages:
+            return _unchanged(inp)
+        if not isinstance(out, list) or not all(type(m) is Message for m in out):
+            raise InvalidStrategy(
+                f"{type(self).__name__}.compact must return a list of ctxtrim.Message"
+            )
+        where = {id(m): i for i, m in enumerate(messages)}
+        return _Outcome(out, [where.get(id(m)) for m in out])
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
         """The trimmed history; ``messages`` itself (same object) if nothing changed."""
@@ -555,15 +580,20 @@ class FitContextWindow(_CoreCut):
     Works on one-task agent loops with hundreds of tool rounds (it cuts between rounds, not
     only at user turns). When not even the pinned head plus the newest round fits, that
     minimum is kept and :meth:`describe` reports ``over_budget``. ``counter`` counts a plain
-    list's tokens (the built-in estimate otherwise).
+    list's tokens (the built-in estimate otherwise): a :class:`~ctxtrim.TokenCounter`, or a
+    plain ``str -> int`` callable as agentix takes (``FitContextWindow(8000, len)``), which
+    prices a message as ``per_message_overhead`` + its texts + ``tokens_per_media`` per
+    image + its tool names and JSON inputs (:class:`~ctxtrim.tokens.TextTokenCounter`).
     """
 
     def __init__(
         self,
         max_tokens: int,
+        counter: TokenCounter | Callable[[str], int] | None = None,
         *,
         reserve_tokens: int = 0,
-        counter: TokenCounter | None = None,
+        per_message_overhead: int | None = None,
+        tokens_per_media: int | None = None,
         pin_task: bool = True,
         start_with_user: bool = True,
     ) -> None:
@@ -574,12 +604,14 @@ class FitContextWindow(_CoreCut):
             raise InvalidStrategy(
                 f"reserve_tokens ({reserve_tokens}) must be less than max_tokens ({max_tokens})"
             )
-        if counter is not None and not isinstance(counter, TokenCounter):
-            raise InvalidStrategy(
-                "counter must implement TokenCounter (count_text and count_message), "
-                f"got {type(counter).__name__}"
+        try:
+            self.counter = as_token_counter(
+                counter,
+                per_message_overhead=per_message_overhead,
+                tokens_per_media=tokens_per_media,
             )
-        self.counter = counter
+        except (TypeError, ValueError) as e:
+            raise InvalidStrategy(str(e)) from None
 
     _rule = "budget"
     _value = "budget"

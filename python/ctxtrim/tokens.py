@@ -8,6 +8,8 @@ result to the core, so no history is ever recounted.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ctxtrim import _core
@@ -15,7 +17,7 @@ from ctxtrim import _core
 if TYPE_CHECKING:
     from ctxtrim.messages import Message
 
-__all__ = ["HeuristicTokenCounter", "TokenCounter", "estimate_tokens"]
+__all__ = ["HeuristicTokenCounter", "TextTokenCounter", "TokenCounter", "estimate_tokens"]
 
 estimate_tokens = _core.estimate_tokens
 
@@ -57,8 +59,120 @@ class HeuristicTokenCounter:
     def count_text(self, text: str) -> int:
         return _core.estimate_tokens(text, encoding=self.encoding)
 
+    def __call__(self, text: str) -> int:
+        """``count_text``: the counter is also a plain ``str -> int`` callable."""
+        return _core.estimate_tokens(text, encoding=self.encoding)
+
     def count_message(self, message: Message) -> int:
         return _core.message_tokens(message, encoding=self.encoding)
 
     def __repr__(self) -> str:
         return f"HeuristicTokenCounter(encoding={self.encoding!r})"
+
+
+class TextTokenCounter:
+    """A :class:`TokenCounter` built from a text counter (any ``str -> int`` callable, e.g.
+    ``len``, ``lambda s: len(enc.encode(s))``, or another counter's ``count_text``).
+
+    A message costs ``per_message_overhead``, plus ``count_text`` of each text (text and
+    reasoning blocks, string tool results), ``tokens_per_media`` per image, and
+    ``count_text`` of each tool call's name and JSON input. The defaults are the built-in
+    estimate's (``_core.MESSAGE_OVERHEAD`` and ``_core.IMAGE_TOKENS``); agentix's are 4 and 600.
+    """
+
+    __slots__ = ("per_message_overhead", "text", "tokens_per_media")
+
+    def __init__(
+        self,
+        text: Callable[[str], int],
+        *,
+        per_message_overhead: int | None = None,
+        tokens_per_media: int | None = None,
+    ) -> None:
+        if not callable(text):
+            raise TypeError(f"text must be a callable str -> int, got {type(text).__name__}")
+        for name, value in (
+            ("per_message_overhead", per_message_overhead),
+            ("tokens_per_media", tokens_per_media),
+        ):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        self.text = text
+        self.per_message_overhead = (
+            _core.MESSAGE_OVERHEAD if per_message_overhead is None else per_message_overhead
+        )
+        self.tokens_per_media = _core.IMAGE_TOKENS if tokens_per_media is None else tokens_per_media
+
+    def count_text(self, text: str) -> int:
+        n = self.text(text)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"the text counter must return an int >= 0, got {n!r}")
+        return n
+
+    def count_message(self, message: Message) -> int:
+        from ctxtrim.messages import (
+            ImageBlock,
+            ReasoningBlock,
+            TextBlock,
+            ToolResultBlock,
+            ToolUseBlock,
+        )
+
+        total = self.per_message_overhead
+        for block in message.content:
+            if type(block) is TextBlock or type(block) is ReasoningBlock:
+                total += self.count_text(block.text)
+            elif type(block) is ImageBlock:
+                total += self.tokens_per_media
+            elif type(block) is ToolUseBlock:
+                total += self.count_text(block.name)
+                total += self.count_text(json.dumps(block.input, ensure_ascii=False))
+            elif type(block) is ToolResultBlock:
+                if isinstance(block.content, str):
+                    total += self.count_text(block.content)
+                else:
+                    for item in block.content:
+                        if type(item) is TextBlock:
+                            total += self.count_text(item.text)
+                        else:
+                            total += self.tokens_per_media
+        return total
+
+    def __repr__(self) -> str:
+        return (
+            f"TextTokenCounter({self.text!r}, per_message_overhead={self.per_message_overhead}, "
+            f"tokens_per_media={self.tokens_per_media})"
+        )
+
+
+def as_token_counter(
+    counter: object,
+    *,
+    per_message_overhead: int | None = None,
+    tokens_per_media: int | None = None,
+) -> TokenCounter | None:
+    """``counter`` as a :class:`TokenCounter`: a ``TokenCounter`` as is (unless overhead or
+    media prices are given, which wrap its ``count_text``), a plain callable wrapped in a
+    :class:`TextTokenCounter`; ``None`` stays ``None`` unless prices are given (then the
+    built-in estimate with those prices). Anything else raises ``TypeError``."""
+    custom = per_message_overhead is not None or tokens_per_media is not None
+    if counter is None:
+        if not custom:
+            return None
+        counter = HeuristicTokenCounter()
+    if isinstance(counter, TokenCounter):
+        if not custom:
+            return counter
+        text: Callable[[str], int] = counter.count_text
+    elif callable(counter):
+        text = counter
+    else:
+        raise TypeError(
+            "counter must be a TokenCounter (count_text and count_message) or a callable "
+            f"str -> int, got {type(counter).__name__}"
+        )
+    return TextTokenCounter(
+        text, per_message_overhead=per_message_overhead, tokens_per_media=tokens_per_media
+    )

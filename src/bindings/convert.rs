@@ -339,6 +339,14 @@ pub fn meta_of(
     meta.tool_uses = ids.uses;
     meta.tool_results = ids.results;
     meta.real_user = role == Role::User && other_content;
+    let turn = msg.getattr(intern!(py, "turn"))?;
+    if !turn.is_none() {
+        let text: &str = turn.extract()?;
+        meta.turn = Some(
+            text.parse::<crate::turn::TurnId>()
+                .map_err(super::errors::turn_error)?,
+        );
+    }
     Ok(meta)
 }
 

@@ -5,7 +5,7 @@
 //! is raised (cached per interpreter), so importing `ctxtrim._core` imports nothing from
 //! `ctxtrim` and `ctxtrim.errors` imports nothing from `_core`: no cycle.
 
-use pyo3::exceptions::{PyIndexError, PyKeyError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::log::LogError;
@@ -31,6 +31,10 @@ pub fn log_error(_py: Python<'_>, err: LogError) -> PyErr {
             StaleGenerationError::new_err((err.to_string(), expected, actual))
         }
         LogError::OutOfRange { .. } => PyIndexError::new_err(err.to_string()),
-        LogError::NoSuchTurn(_) => PyKeyError::new_err(err.to_string()),
+        LogError::NoSuchTurn(_) | LogError::NoAssistantSide(_) => {
+            PyKeyError::new_err(err.to_string())
+        }
+        LogError::TurnOutOfOrder { .. } => InvalidTurnId::new_err(err.to_string()),
+        LogError::SplitsToolPair { .. } => PyValueError::new_err(err.to_string()),
     }
 }

@@ -22,12 +22,14 @@ use std::sync::Arc;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
 use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::PyList;
 
 use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
+use super::facts::facts_of;
 use super::tokens::encoding_of;
 use crate::log::{LogError, MessageLog};
 use crate::queue::IndexQueue;
@@ -213,6 +215,39 @@ impl PyMessageLog {
         }
     }
 
+    /// Appends messages of which some carry a caller-given turn id: checked against the
+    /// turn the log is at (an id may not go back; `InvalidTurnId` and nothing appended),
+    /// then indexed at once.
+    fn push_with_turns(
+        &self,
+        py: Python<'_>,
+        items: Vec<(Py<PyAny>, Option<u32>)>,
+    ) -> PyResult<()> {
+        let mut state = self.state(py);
+        state.flush(py);
+        let mut metas = Vec::with_capacity(items.len());
+        for (i, (message, tokens)) in items.iter().enumerate() {
+            let message = message.bind(py);
+            let mut meta = facts_of(message, || format!("messages[{i}]"))?
+                .get()
+                .meta()
+                .clone();
+            meta.tokens = match tokens {
+                Some(t) => *t,
+                None => indexed_meta(message, None, state.encoding).tokens,
+            };
+            metas.push(meta);
+        }
+        state
+            .log
+            .check_turns(&metas)
+            .map_err(|e| log_error(py, e))?;
+        for ((message, _), meta) in items.into_iter().zip(metas) {
+            state.log.push(Arc::new(message), meta);
+        }
+        Ok(())
+    }
+
     fn writable(&self) -> PyResult<()> {
         if self.read_only {
             Err(PyTypeError::new_err("a snapshot is read-only"))
@@ -234,15 +269,16 @@ fn index(i: isize, len: usize) -> PyResult<usize> {
     }
 }
 
-fn turn_number(turn: &Bound<'_, PyAny>) -> PyResult<u32> {
+/// A turn given as an int (the whole turn), `"u3"` / `"a3"`, or a `TurnId`.
+fn turn_id(turn: &Bound<'_, PyAny>) -> PyResult<TurnId> {
     if let Ok(n) = turn.extract::<u32>() {
-        return Ok(n);
+        return Ok(TurnId::user(n));
     }
     if let Ok(t) = turn.extract::<PyRef<'_, super::turn::PyTurnId>>() {
-        return Ok(t.0.number);
+        return Ok(t.0);
     }
     let text: &str = turn.extract()?;
-    text.parse::<TurnId>().map(|t| t.number).map_err(turn_error)
+    text.parse::<TurnId>().map_err(turn_error)
 }
 
 #[pymethods]
@@ -276,6 +312,9 @@ impl PyMessageLog {
     ) -> PyResult<()> {
         self.writable()?;
         check_message(message, "message")?;
+        if !message.getattr(intern!(py, "turn"))?.is_none() {
+            return self.push_with_turns(py, vec![(message.clone().unbind(), tokens)]);
+        }
         self.state(py)
             .queued
             .push((message.clone().unbind(), tokens));
@@ -292,6 +331,11 @@ impl PyMessageLog {
     ) -> PyResult<()> {
         self.writable()?;
         let items = messages_of(messages, tokens)?;
+        for (message, _) in &items {
+            if !message.bind(py).getattr(intern!(py, "turn"))?.is_none() {
+                return self.push_with_turns(py, items);
+            }
+        }
         self.state(py).queued.extend(items);
         Ok(())
     }
@@ -397,11 +441,48 @@ impl PyMessageLog {
         })
     }
 
-    /// Drop every message of one turn (an int, `"u3"`, or a `TurnId`); returns how many.
+    /// Drop one turn and return how many messages went: an int or `"u3"` (or a user
+    /// `TurnId`) drops the whole turn 3; `"a3"` (or an assistant `TurnId`) only its assistant
+    /// side (from the first assistant message of turn 3 on), keeping the user's message.
     fn remove_turn(&self, py: Python<'_>, turn: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.writable()?;
-        let number = turn_number(turn)?;
-        self.rewrite(py, move |log| log.remove_turn(number))
+        let turn = turn_id(turn)?;
+        self.rewrite(py, move |log| {
+            if turn.owner == crate::turn::Owner::Assistant {
+                log.remove_assistant_turn(turn.number)
+            } else {
+                log.remove_turn(turn.number)
+            }
+        })
+    }
+
+    /// Replace message `index` by `message` (its turn id is kept) if the generation is still
+    /// `expected_generation`; bumps the generation. `tokens` overrides the estimate.
+    #[pyo3(signature = (index, message, expected_generation, *, tokens = None))]
+    fn replace_at(
+        &self,
+        py: Python<'_>,
+        index: usize,
+        message: &Bound<'_, PyAny>,
+        expected_generation: u64,
+        tokens: Option<u32>,
+    ) -> PyResult<()> {
+        self.writable()?;
+        check_message(message, "message")?;
+        let encoding = self.state(py).encoding;
+        let meta = indexed_meta(message, tokens, encoding);
+        let payload: Payload = Arc::new(message.clone().unbind());
+        self.rewrite(py, move |log| {
+            log.replace_at(index, payload.clone(), meta.clone(), expected_generation)
+        })
+    }
+
+    /// `[start, end)`: the messages `remove_turn(turn)` would drop (nothing changes).
+    fn turn_range(&self, py: Python<'_>, turn: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+        let turn = turn_id(turn)?;
+        self.indexed(py)
+            .turn_range(turn)
+            .map_err(|e| log_error(py, e))
     }
 
     // ---- tokens -------------------------------------------------------------------------

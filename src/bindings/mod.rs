@@ -39,7 +39,7 @@ mod core_module {
     #[pymodule_export]
     use super::tokens::{estimate_tokens, message_tokens};
     #[pymodule_export]
-    use super::turn::PyTurnId;
+    use super::turn::{PyTurnCounter, PyTurnId};
     #[pymodule_export]
     use super::window::cut_window;
 

@@ -13,6 +13,13 @@ Wrap the store, keep the agent::
 delegated (``append``, ``get_history``, ``clear``, ``fork``, the token totals, ``close``,
 ``list_sessions``, ``from_history``/``from_context``), converting messages both ways.
 
+:func:`compact_context` is axio's ``axio.compaction.compact_context`` on ctxtrim's pair-safe
+cut: the same signature, an axio transport (axio's streaming ``CompletionTransport``), axio
+messages back, and ``None`` where axio returns ``None`` (nothing before the kept part, or the
+summary call failed — logged). :class:`AxioTransport` makes an axio transport a ctxtrim
+summariser, for ``ctxtrim.compact_context`` and ``ctxtrim.AutoCompactStore`` (which also
+wrap an axio transport themselves when given one).
+
 Invariants: conversion is lossless — ``get_history`` returns messages equal to those
 appended. Blocks ctxtrim models (text, image, tool use, tool result, reasoning) map onto
 ctxtrim's blocks, so ctxtrim's strategies, validation and compaction see real content and
@@ -26,9 +33,12 @@ a tool result inside such a message is still a ``ToolResultBlock``).
 from __future__ import annotations
 
 import base64
+import logging
+from collections.abc import Sequence
 from typing import Any
 
-from ctxtrim.errors import InvalidMessage
+from ctxtrim._core import MessageLog
+from ctxtrim.errors import CompactionSettingsError, InvalidMessage
 from ctxtrim.integrations._common import missing_extra
 from ctxtrim.messages import (
     Block,
@@ -41,15 +51,37 @@ from ctxtrim.messages import (
 )
 from ctxtrim.store import ContextStore as CtxtrimStore
 from ctxtrim.store import MemoryContextStore
+from ctxtrim.transports._render import is_summary, summary_body
 
 try:
     from axio import blocks as ab
+    from axio.agent import Agent
+    from axio.compaction import DEFAULT_COMPACTION_PROMPT
     from axio.context import ContextStore, SessionInfo
+    from axio.context import MemoryContextStore as AxioMemoryStore
     from axio.messages import Message as AxioMessage
+    from axio.transport import CompletionTransport as AxioCompletionTransport
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("axio (Python >= 3.12)", "axio", _err) from _err
 
-__all__ = ["META_KEY", "AxioContextStore", "from_axio", "to_axio"]
+__all__ = [
+    "ACKNOWLEDGEMENT",
+    "DEFAULT_COMPACTION_PROMPT",
+    "META_KEY",
+    "SUMMARY_REQUEST",
+    "AxioContextStore",
+    "AxioTransport",
+    "compact_context",
+    "from_axio",
+    "to_axio",
+]
+
+logger = logging.getLogger("ctxtrim.integrations.axio")
+
+#: What axio asks the summariser after the old messages (its own words).
+SUMMARY_REQUEST = "Summarize the conversation above."
+#: The assistant message axio puts after the summary (its own words).
+ACKNOWLEDGEMENT = "Understood, context restored."
 
 #: ``Message.meta`` key holding axio's own dict of a message ctxtrim cannot model exactly.
 META_KEY = "axio"
@@ -176,3 +208,98 @@ class AxioContextStore(ContextStore):
             )
             for s in await self.store.list_sessions()
         ]
+
+
+# -- compaction with an axio transport --------------------------------------------------------
+
+
+async def _axio_summary(
+    transport: AxioCompletionTransport, old: list[AxioMessage], system_prompt: str
+) -> str:
+    """What axio does: a one-iteration axio ``Agent`` on a memory copy of ``old``."""
+    agent = Agent(system=system_prompt, transport=transport, max_iterations=1)
+    text = await agent.run(SUMMARY_REQUEST, AxioMemoryStore(old))
+    if not isinstance(text, str):
+        raise TypeError(f"axio's Agent.run returned {type(text).__name__}, not str")
+    return text
+
+
+class AxioTransport:
+    """An axio transport (``stream(messages, tools, system)``) as a ctxtrim
+    :class:`~ctxtrim.compaction.CompletionTransport`: ``complete`` runs axio's own summary
+    call (a one-iteration axio ``Agent`` asked to "Summarize the conversation above.") on
+    the messages converted to axio's. An earlier ctxtrim summary among them is handed over
+    as a user message headed "Previous summary:" so the model merges it. ``max_tokens`` is
+    not passed on: an axio transport takes no per-call limit (set it on the transport).
+    ``model`` is the transport's, so ``AutoCompactStore`` reads its ``context_window``."""
+
+    def __init__(self, transport: AxioCompletionTransport) -> None:
+        if not callable(getattr(transport, "stream", None)):
+            raise TypeError(
+                f"transport must be an axio transport (a stream() method), got "
+                f"{type(transport).__name__}"
+            )
+        self.transport = transport
+        self.model = getattr(transport, "model", None)
+        #: The model's context window (axio's ``transport.model.context_window``), which
+        #: ``AutoCompactStore`` takes as its ``max_tokens`` when none is given.
+        self.context_window: int | None = getattr(self.model, "context_window", None)
+
+    async def complete(self, messages: Sequence[Message], *, system: str, max_tokens: int) -> str:
+        old: list[AxioMessage] = []
+        for m in messages:
+            if is_summary(m):
+                text = "Previous summary:\n" + summary_body(m)
+                old.append(AxioMessage("user", [ab.TextBlock(text)]))
+            else:
+                old.append(to_axio(m))
+        return await _axio_summary(self.transport, old, system)
+
+
+async def compact_context(
+    context: ContextStore,
+    transport: AxioCompletionTransport,
+    *,
+    keep_recent: int = 6,
+    system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+) -> list[AxioMessage] | None:
+    """axio's ``compact_context``: the history of ``context`` (any axio ``ContextStore``,
+    :class:`AxioContextStore` included; read, never modified) with everything before the
+    last ``keep_recent`` messages replaced by ``[user(summary), assistant("Understood,
+    context restored.")]``, as axio messages; ``None`` when nothing lies before the kept
+    part or when the summary call raises (logged on ``ctxtrim.integrations.axio``, as axio
+    logs it). The summary is axio's own call on ``transport``.
+
+    Deliberate differences: the cut is ctxtrim's pair-safe cut (no tool call before it has
+    its result after it; axio only steps back past tool-result messages), so a little more
+    may be kept; ``keep_recent=0`` summarises everything (axio raises ``IndexError``); when
+    the kept part starts with an assistant message the acknowledgement is left out, so two
+    assistant messages never follow each other (axio's output has them there). A negative or
+    non-int ``keep_recent`` or a non-str ``system_prompt`` raises
+    :class:`~ctxtrim.errors.CompactionSettingsError`.
+    """
+    if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
+        raise CompactionSettingsError(f"keep_recent must be an int >= 0, got {keep_recent!r}")
+    if not isinstance(system_prompt, str):
+        raise CompactionSettingsError(f"system_prompt must be a str, got {system_prompt!r}")
+    if not callable(getattr(transport, "stream", None)):
+        raise CompactionSettingsError(
+            f"transport must be an axio transport (a stream() method), got "
+            f"{type(transport).__name__}"
+        )
+    history = await context.get_history()
+    n = len(history)
+    log = MessageLog([from_axio(m) for m in history])
+    split = log.safe_cut_at_or_before(max(0, n - keep_recent))
+    if split <= 0:
+        return None
+    old, recent = history[:split], history[split:]
+    try:
+        summary = await _axio_summary(transport, list(old), system_prompt)
+    except Exception:
+        logger.warning("Context compaction failed, keeping original history", exc_info=True)
+        return None
+    out = [AxioMessage(role="user", content=[ab.TextBlock(text=summary)])]
+    if not recent or recent[0].role != "assistant":
+        out.append(AxioMessage(role="assistant", content=[ab.TextBlock(text=ACKNOWLEDGEMENT)]))
+    return [*out, *recent]

@@ -30,7 +30,9 @@ from ctxtrim.errors import (
     InvalidArgument,
     InvalidMessage,
     InvalidSessionId,
+    InvalidTurnId,
     MessageTooLarge,
+    StoreError,
 )
 from ctxtrim.messages import Message
 from ctxtrim.store import (
@@ -52,6 +54,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_SESSION_ID_BYTES",
+    "TURN_ATTEMPTS",
     "LogCache",
     "check_batch",
     "check_int64",
@@ -69,6 +72,8 @@ __all__ = [
     "preview",
     "token_counts",
     "tokens_overflow",
+    "turn_guard",
+    "turns_kept_moving",
     "upto_past_end",
 ]
 
@@ -252,10 +257,18 @@ class LogCache:
         """The log after that read, or ``None`` if the read does not continue the cache."""
         log = self._log
         if since is None:
+            # A whole history is read as a rewrite reads it (what the memory store's
+            # ``replace_prefix`` does): a caller-given turn id below the turn before it, which
+            # only a ``replace_prefix`` can have stored, is numbered at that turn.
             log = _core.MessageLog()
+            log.replace_prefix(0, messages, log.generation, tokens=list(counts))
         elif log is None or since != self._mark or generation != self._generation:
             return None
-        log.extend(messages, tokens=list(counts))
+        else:
+            try:
+                log.extend(messages, tokens=list(counts))
+            except InvalidTurnId:  # written by a ctxtrim that did not check turns: read whole
+                return None
         self._log, self._generation, self._mark = log, generation, mark
         return log.snapshot()
 
@@ -273,3 +286,38 @@ async def load_cached(
         log = cache.load(*await read(None, None))
     assert log is not None  # a whole read always replaces the cache
     return log
+
+
+#: How often an append carrying caller-given turn ids re-checks them when the session
+#: changed between the check and the write, before giving up with a ``StoreError``.
+TURN_ATTEMPTS = 8
+
+
+def turns_kept_moving(session_id: str) -> StoreError:
+    return StoreError(
+        f"session {session_id!r} kept changing while its turn ids were checked"
+        f" ({TURN_ATTEMPTS} attempts); nothing was appended"
+    )
+
+
+async def turn_guard(
+    log: Callable[[], Awaitable[_core.MessageLog]], cache: LogCache, messages: Sequence[Message]
+) -> tuple[int, int] | None:
+    """The one turn rule of every store, for a persistent store's append.
+
+    ``None`` if no message carries a caller-given turn id (nothing to check). Otherwise the
+    session's log is read (``log()``, the store's cached ``load_log``), the batch is checked
+    against the turn it is at exactly as the memory store's log checks an append (an id
+    lower than the current turn, or than an earlier id of the batch, raises
+    :class:`~ctxtrim.errors.InvalidTurnId` with the core's message), and the
+    ``(generation, mark)`` the check was made at is returned: the write must store the batch
+    only if the session is still there (same generation, same length), inside the write's
+    own transaction or script, and write nothing otherwise (the caller checks again).
+    """
+    if all(m.turn is None for m in messages):
+        return None
+    current = await log()
+    generation, mark = cache.start()
+    assert generation is not None and mark is not None  # a load always fills the cache
+    current.fork().extend(messages, tokens=[0] * len(messages))  # raises InvalidTurnId
+    return generation, mark

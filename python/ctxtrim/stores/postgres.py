@@ -64,6 +64,7 @@ from ctxtrim.stores._common import (
     DEFAULT_TIMEOUT,
     INT64_MAX,
     INT64_MIN,
+    TURN_ATTEMPTS,
     LogCache,
     LogRead,
     check_batch,
@@ -81,6 +82,8 @@ from ctxtrim.stores._common import (
     preview,
     token_counts,
     tokens_overflow,
+    turn_guard,
+    turns_kept_moving,
     upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
@@ -454,53 +457,111 @@ class PostgresContextStore(ContextStore):
                 )
         if not messages:
             return
+        # Caller-given turn ids: checked against the session's turn, and the write stores
+        # the batch only if the session row (locked) is still where the check saw it.
+        for _ in range(TURN_ATTEMPTS):
+            guard = await turn_guard(self.load_log, self._log_cache, messages)
+            if await self._write_batch(ids, digests, by_id, counts, payloads, texts, guard):
+                return
+        raise turns_kept_moving(self.session_id)
+
+    async def _write_batch(
+        self,
+        ids: list[str | None],
+        digests: list[str],
+        by_id: dict[str, str],
+        counts: list[int],
+        payloads: list[bytes],
+        texts: list[str],
+        guard: tuple[int, int] | None,
+    ) -> bool:
+        """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
+        session row is no longer at that ``(generation, next_seq)``: check the turns again."""
         for attempt in range(5):
-            keep = list(range(len(messages)))
-            async with self._conn("append") as conn:
-                if by_id:
-                    cur = await conn.execute(
-                        self._sql(
-                            "SELECT client_id, digest FROM ctxtrim_ids"
-                            " WHERE session_id = %s AND client_id = ANY(%s)"
-                        ),
-                        (self._key, list(by_id)),
-                    )
-                    stored = dict(await cur.fetchall())
-                    for i, mid in enumerate(ids):
-                        if mid in stored and stored[mid] != digests[i]:
-                            raise InvalidMessage(
-                                f"id {mid!r} is already stored with different content",
-                                f"messages[{i}].id",
-                            )
-                    keep, seen = [], set()
-                    for i, mid in enumerate(ids):
-                        if mid is None:
-                            keep.append(i)
-                        elif mid not in stored and mid not in seen:
-                            seen.add(mid)
-                            keep.append(i)
-                    if not keep:
-                        return
-                try:
-                    await conn.execute(
-                        self._sql(_APPEND_SQL),
-                        {
-                            "sid": self._key,
-                            "n": len(keep),
-                            "new_ids": [ids[i] for i in keep if ids[i] is not None],
-                            "digests": [digests[i] for i in keep if ids[i] is not None],
-                            "toks": [counts[i] for i in keep],
-                            "crcs": [payload_checksum(payloads[i]) for i in keep],
-                            "payloads": [texts[i] for i in keep],
-                        },
-                    )
-                    return
-                except pg_errors.UniqueViolation:
-                    # A concurrent append stored one of these ids after our check (the
-                    # statement rolled back whole): check again.
-                    if attempt == 4:
-                        raise
+            try:
+                async with self._conn("append") as conn:
+                    if guard is None:
+                        await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
+                        return True
+                    async with conn.transaction():
+                        if not await self._lock_at(conn, guard):
+                            raise psycopg.Rollback()  # leaves the block, nothing written
+                        await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
+                        return True
+                    return False
+            except StoreError as e:
+                # A concurrent append stored one of these ids after our check (the
+                # statement, or the transaction, rolled back whole): check again.
+                if not isinstance(e.__cause__, pg_errors.UniqueViolation) or attempt == 4:
+                    raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _lock_at(self, conn: psycopg.AsyncConnection[Any], guard: tuple[int, int]) -> bool:
+        """Lock the session row (creating it, as the append would); whether its generation
+        and next seq are still ``guard``."""
+        await conn.execute(
+            self._sql(
+                "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s)"
+                " ON CONFLICT (session_id) DO NOTHING"
+            ),
+            (self._key,),
+        )
+        cur = await conn.execute(
+            self._sql(
+                "SELECT generation, next_seq FROM ctxtrim_sessions WHERE session_id = %s FOR UPDATE"
+            ),
+            (self._key,),
+        )
+        row = await cur.fetchone()
+        return row is not None and (int(row[0]), int(row[1])) == guard
+
+    async def _insert_batch(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        ids: list[str | None],
+        digests: list[str],
+        by_id: dict[str, str],
+        counts: list[int],
+        payloads: list[bytes],
+        texts: list[str],
+    ) -> None:
+        keep = list(range(len(ids)))
+        if by_id:
+            cur = await conn.execute(
+                self._sql(
+                    "SELECT client_id, digest FROM ctxtrim_ids"
+                    " WHERE session_id = %s AND client_id = ANY(%s)"
+                ),
+                (self._key, list(by_id)),
+            )
+            stored = dict(await cur.fetchall())
+            for i, mid in enumerate(ids):
+                if mid in stored and stored[mid] != digests[i]:
+                    raise InvalidMessage(
+                        f"id {mid!r} is already stored with different content",
+                        f"messages[{i}].id",
+                    )
+            keep, seen = [], set()
+            for i, mid in enumerate(ids):
+                if mid is None:
+                    keep.append(i)
+                elif mid not in stored and mid not in seen:
+                    seen.add(mid)
+                    keep.append(i)
+            if not keep:
+                return
+        await conn.execute(
+            self._sql(_APPEND_SQL),
+            {
+                "sid": self._key,
+                "n": len(keep),
+                "new_ids": [ids[i] for i in keep if ids[i] is not None],
+                "digests": [digests[i] for i in keep if ids[i] is not None],
+                "toks": [counts[i] for i in keep],
+                "crcs": [payload_checksum(payloads[i]) for i in keep],
+                "payloads": [texts[i] for i in keep],
+            },
+        )
 
     async def clear(self) -> None:
         async with self._conn("clear") as conn, conn.transaction():

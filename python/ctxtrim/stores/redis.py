@@ -46,6 +46,7 @@ from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_TIMEOUT,
+    TURN_ATTEMPTS,
     LogCache,
     LogRead,
     check_batch,
@@ -63,6 +64,8 @@ from ctxtrim.stores._common import (
     preview,
     token_counts,
     tokens_overflow,
+    turn_guard,
+    turns_kept_moving,
     upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
@@ -117,12 +120,22 @@ local function push(entries, first, last)
 end
 """
 
-# ARGV[4] = n, then (id or "", payload sha256, entry) per message.
-# Returns {created, stored, length} or {-1, index} when an id is stored with another payload.
+# ARGV[4] = n, then (id or "", payload sha256, entry) per message, then the generation and
+# length the turn check saw ("" when the batch carries no caller-given turn id).
+# Returns {created, stored, length}, {-1, index} when an id is stored with another payload,
+# or {-7} when the session moved since the turn check (nothing written).
 _APPEND = (
     _PROLOGUE
     + """
 local n = tonumber(ARGV[4])
+local want_gen, want_len = ARGV[5 + 3 * n], ARGV[6 + 3 * n]
+if want_gen ~= '' then
+  local gen = tonumber(redis.call('HGET', meta, 'gen') or '0')
+  if gen ~= tonumber(want_gen) or redis.call('LLEN', log) ~= tonumber(want_len) then
+    if created == 1 then redis.call('DEL', meta) end
+    return {-7}
+  end
+end
 local entries, fresh = {}, {}
 for i = 0, n - 1 do
   local mid, digest = ARGV[5 + 3 * i], ARGV[6 + 3 * i]
@@ -480,7 +493,16 @@ class RedisContextStore(ContextStore):
         args = self._encode(messages)
         if not messages:
             return
-        result = await self._run(self._shared.append, [len(messages), *args], "append")
+        # Caller-given turn ids: checked against the session's turn, and the script stores
+        # the batch only if the session is still where the check saw it.
+        for _ in range(TURN_ATTEMPTS):
+            guard = await turn_guard(self.load_log, self._log_cache, messages)
+            at: list[bytes | str | int] = ["", ""] if guard is None else [*guard]
+            result = await self._run(self._shared.append, [len(messages), *args, *at], "append")
+            if result[0] != -7:
+                break
+        else:
+            raise turns_kept_moving(self.session_id)
         if result[0] == -1:
             i = result[1]
             raise InvalidMessage(

@@ -51,6 +51,7 @@ from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
     DEFAULT_MAX_MESSAGE_BYTES,
+    TURN_ATTEMPTS,
     LogCache,
     LogRead,
     check_limit,
@@ -65,6 +66,8 @@ from ctxtrim.stores._common import (
     preview,
     token_counts,
     tokens_overflow,
+    turn_guard,
+    turns_kept_moving,
     upto_past_end,
 )
 from ctxtrim.tokens import TokenCounter
@@ -427,6 +430,15 @@ class SQLiteContextStore(ContextStore):
         if payloads:
             await self._append(list(messages), payloads, "messages[{}]")
 
+    async def _append(self, messages: list[Message], payloads: list[bytes], path: str) -> None:
+        # Caller-given turn ids are checked against the session's turn; the write then
+        # stores the batch only if the session is still where the check saw it.
+        for _ in range(TURN_ATTEMPTS):
+            guard = await turn_guard(self.load_log, self._log_cache, messages)
+            if await self._write_batch(messages, payloads, path, guard):
+                return
+        raise turns_kept_moving(self.session_id)
+
     def _keys(self, messages: list[Message], payloads: list[bytes], path: str) -> list[Any]:
         """``(message_id, sha256)`` per message when ids are idempotency keys (else Nones);
         a batch naming one id twice with different content is refused before any I/O."""
@@ -447,13 +459,23 @@ class SQLiteContextStore(ContextStore):
             keys.append((m.id, digest))
         return keys
 
-    async def _append(self, messages: list[Message], payloads: list[bytes], path: str) -> None:
+    async def _write_batch(
+        self,
+        messages: list[Message],
+        payloads: list[bytes],
+        path: str,
+        guard: tuple[int, int] | None,
+    ) -> bool:
+        """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
+        session is no longer at that ``(generation, next_seq)``: check the turns again."""
         counts = token_counts(messages, self._counter)
         keys = self._keys(messages, payloads, path)
         sid = self._sid
 
-        def body(conn: sqlite3.Connection) -> None:
+        def body(conn: sqlite3.Connection) -> bool:
             generation, nxt = _head(conn, sid)
+            if guard is not None and (generation, nxt) != guard:
+                return False  # under the write lock: nothing written
             rows: list[tuple[int, int, int, int, int, bytes]] = []
             fresh: set[str] = set()
             for i, (p, n, key) in enumerate(zip(payloads, counts, keys, strict=True)):
@@ -485,8 +507,9 @@ class SQLiteContextStore(ContextStore):
             conn.execute(
                 "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(rows), sid)
             )
+            return True
 
-        await self._run(_write, body)
+        return await self._run(_write, body)
 
     async def clear(self) -> None:
         sid = self._sid
