@@ -103,6 +103,7 @@ class TurnCounter:
     def next_assistant(self) -> str: ...
     def current(self) -> int: ...
 
+@final
 class TurnId:
     """A turn id: ``"u3"`` (user turn 3) or ``"a3"`` (the assistant's part of turn 3)."""
 
