@@ -4,13 +4,14 @@ Run: ``python benches/many_sessions.py [--sizes 100,1000,10000] [--turns 3]``.
 
 Every session is one store opened the README's way (``open(path, session_id)`` per
 conversation on one file; ``MemoryContextStore()`` per conversation) and first gets
-``--seed-turns`` turns of history (not timed). Then all sessions run ``--turns`` agent turns
-at once, as concurrent tasks on one event loop. A turn appends 4 messages (the user's
-request, an assistant tool call, its ~1 000-token result, the assistant's answer) in one
-``append_many``, trims the history to 8 000 tokens with ``FitContextWindow`` over
-``await store.load_log()`` (over the store itself for the memory store) and reads the
-window. openai-agents ``SQLiteSession`` does the same turns in the same run: ``add_items``
-of the 4 items, ``get_items()``, and a newest-first cut at 8 000 estimated tokens.
+``--seed-turns`` turns of history and one warm-up turn (not timed). Then all sessions run
+``--turns`` agent turns at once, as concurrent tasks on one event loop. A turn appends 4
+messages (the user's request, an assistant tool call, its ~1 000-token result, the
+assistant's answer) in one ``append_many``, trims the history to 8 000 tokens with
+``FitContextWindow`` over ``await store.load_log()`` (over the store itself for the memory
+store) and reads the window. openai-agents ``SQLiteSession`` does the same turns in the
+same run: ``add_items`` of the 4 items, ``get_items()``, and a newest-first cut at 8 000
+estimated tokens.
 
 Reported per backend and N: aggregate turns/s, p50/p99 turn latency, RSS (whole process, at
 the end of the run, and its growth during it), the most threads and open file descriptors
@@ -151,7 +152,7 @@ BACKENDS: dict[str, Callable[..., Awaitable[Session]]] = {
 
 
 async def run(
-    backend: str, n: int, turns: int, seed_turns: int, directory: Path
+    backend: str, n: int, turns: int, seed_turns: int, directory: Path, gc_off: bool = False
 ) -> dict[str, float]:
     make = BACKENDS[backend]
     seed = [m for i in range(seed_turns) for m in turn_messages(i)]
@@ -166,6 +167,10 @@ async def run(
                 for k in range(start, min(n, start + 500))
             )
         )
+    # One untimed turn each: first calls (imports, caches, the worker thread) are not a
+    # server's steady state.
+    for start in range(0, n, 500):
+        await asyncio.gather(*(s.turn(seed_turns) for s in sessions[start : start + 500]))
     peak = {"threads": threading.active_count(), "fds": fds()}
     done = asyncio.Event()
 
@@ -180,12 +185,17 @@ async def run(
     async def drive(session: Session) -> None:
         for t in range(turns):
             began = time.perf_counter()
-            await session.turn(seed_turns + t)
+            await session.turn(seed_turns + 1 + t)
             latencies.append(time.perf_counter() - began)
 
     sampler = asyncio.create_task(sample())
+    if gc_off:  # a diagnostic: how much of the time is Python's cyclic GC
+        gc.disable()
     began = time.perf_counter()
-    await asyncio.gather(*(drive(s) for s in sessions))
+    try:
+        await asyncio.gather(*(drive(s) for s in sessions))
+    finally:
+        gc.enable()
     wall = time.perf_counter() - began
     done.set()
     await sampler
@@ -212,6 +222,9 @@ async def main() -> None:
     parser.add_argument("--single-turns", type=int, default=100, help="turns of the 1-session run")
     parser.add_argument("--backends", default=",".join(BACKENDS))
     parser.add_argument(
+        "--gc-off", action="store_true", help="diagnostic: the cyclic GC off while timing"
+    )
+    parser.add_argument(
         "--agents-max",
         type=int,
         default=1000,
@@ -226,6 +239,7 @@ async def main() -> None:
     print(
         f"{len(sizes)} sizes x {len(backends)} backends; {args.turns} timed turns per session"
         f" after {args.seed_turns} seeded; one-session rate from {args.single_turns} turns"
+        + ("; cyclic GC off while timing" if args.gc_off else "")
     )
     print(
         "| backend | sessions | turns/s | vs 1 session | p50 ms | p99 ms | p99/p50 |"
@@ -240,14 +254,15 @@ async def main() -> None:
                 print(f"| {backend} | skipped: openai-agents is not installed |")
                 continue
         with tempfile.TemporaryDirectory() as d:
-            single = await run(backend, 1, args.single_turns, args.seed_turns, Path(d))
+            single = await run(backend, 1, args.single_turns, args.seed_turns, Path(d), args.gc_off)
         rows = [(1, single)]
         for n in sizes:
             if backend.startswith("openai-agents") and n > args.agents_max:
                 print(f"| {backend} | {n} | skipped (> --agents-max {args.agents_max}) |")
                 continue
             with tempfile.TemporaryDirectory() as d:
-                rows.append((n, await run(backend, n, args.turns, args.seed_turns, Path(d))))
+                result = await run(backend, n, args.turns, args.seed_turns, Path(d), args.gc_off)
+                rows.append((n, result))
         for n, r in rows:
             print(
                 f"| {backend} | {n} | {r['turns_per_s']:,.0f} |"
