@@ -25,7 +25,7 @@ async def test_redis_stores_from_one_url_share_one_client() -> None:
     from ctxtrim.stores.redis import _CLIENTS, RedisContextStore
 
     prefix = f"share{uuid.uuid4().hex[:8]}"
-    assert _CLIENTS.count() == 0
+    base = _CLIENTS.count()  # clients other tests left open on this loop, if any
     stores = [await RedisContextStore.open(REDIS_URL, f"s{i}", prefix=prefix) for i in range(200)]
     # Opens racing on a fresh key also end up on one client.
     racing = await asyncio.gather(
@@ -35,7 +35,7 @@ async def test_redis_stores_from_one_url_share_one_client() -> None:
         assert len({id(s._shared) for s in stores}) == 1
         assert len({id(s._shared) for s in racing}) == 1
         assert racing[0]._shared is not stores[0]._shared  # another timeout, another client
-        assert _CLIENTS.count() == 2
+        assert _CLIENTS.count() == base + 2
         await asyncio.gather(*(s.append(Message.user(s.session_id)) for s in stores))
         assert [m.text for m in await stores[77].get_history()] == ["s77"]
         # Connections in the shared pool stay few: nowhere near one per store.
@@ -45,16 +45,16 @@ async def test_redis_stores_from_one_url_share_one_client() -> None:
         fork = await stores[0].fork()
         for s in stores:
             await s.close()
-        assert _CLIENTS.count() == 2  # the fork still uses the client
+        assert _CLIENTS.count() == base + 2  # the fork still uses the client
         assert [m.text for m in await fork.get_history()] == ["s0"]
         await fork.close()
-        assert _CLIENTS.count() == 1
+        assert _CLIENTS.count() == base + 1
         with pytest.raises(StoreError, match="closed"):
             await stores[0].get_history()
     finally:
         for s in racing:
             await s.close()
-    assert _CLIENTS.count() == 0
+    assert _CLIENTS.count() == base
     # A store opened after the last close gets a fresh client, and works.
     async with await RedisContextStore.open(REDIS_URL, "s1", prefix=prefix) as again:
         assert [m.text for m in await again.get_history()] == ["s1"]
@@ -90,7 +90,7 @@ async def test_postgres_stores_from_one_dsn_share_one_pool() -> None:
     pytest.importorskip("psycopg_pool")
     from ctxtrim.stores.postgres import _POOLS, PostgresContextStore
 
-    assert _POOLS.count() == 0
+    pools = _POOLS.count()  # pools other tests left open on this loop, if any
     base = f"share{uuid.uuid4().hex[:8]}"
     stores = await asyncio.gather(
         *(PostgresContextStore.open(POSTGRES_DSN, f"{base}-{i}") for i in range(100))
@@ -109,7 +109,7 @@ async def test_postgres_stores_from_one_dsn_share_one_pool() -> None:
         assert [m.text for m in await other_schema.get_history()] == ["elsewhere"]
         for s in stores:
             await s.close()
-        assert _POOLS.count() == 1 and not pool.closed
+        assert _POOLS.count() == pools + 1 and not pool.closed
     finally:
         await other_schema.close()
-    assert _POOLS.count() == 0 and pool.closed
+    assert _POOLS.count() == pools and pool.closed
