@@ -7,8 +7,13 @@ The behaviour every backend shares is in ``test_store_conformance.py`` and
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
 import sqlite3
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +24,9 @@ from ctxtrim import (
     InvalidMessage,
     InvalidSessionId,
     Message,
+    MessageTooLarge,
     SQLiteContextStore,
+    StaleGenerationError,
     StoreError,
 )
 from ctxtrim.stores.sqlite import SCHEMA_VERSION
@@ -292,3 +299,239 @@ async def test_a_version_1_file_is_migrated_in_place(tmp_path: Path) -> None:
         assert raw.execute("SELECT version FROM ctxtrim_schema").fetchall() == [(SCHEMA_VERSION,)]
     finally:
         raw.close()
+
+
+# -- many sessions in one process: one shared connection, group commit ----------------------
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _sqlite_threads() -> int:
+    return sum(t.name.startswith("ctxtrim-sqlite") for t in threading.enumerate())
+
+
+async def _wait_for(condition: Callable[[], bool]) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    assert condition()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts fds through /proc")
+async def test_300_stores_on_one_file_share_one_connection_and_thread(tmp_path: Path) -> None:
+    path = tmp_path / "many.db"
+    base_threads, base_fds, base_workers = threading.active_count(), _fds(), _sqlite_threads()
+    few = [await SQLiteContextStore.open(path, f"s{i}") for i in range(3)]
+    threads, fds = threading.active_count(), _fds()
+    assert _sqlite_threads() == base_workers + 1
+    many = [await SQLiteContextStore.open(path, f"s{i}") for i in range(3, 300)]
+    assert (threading.active_count(), _fds()) == (threads, fds)  # not one per store
+    stores = few + many
+    assert len({id(s._db) for s in stores}) == 1
+    await asyncio.gather(*(s.append(Message.user(s.session_id)) for s in stores))
+    assert [m.text for m in await stores[123].get_history()] == ["s123"]
+    # Another file, a private connection and ":memory:" get connections of their own.
+    other = await SQLiteContextStore.open(tmp_path / "other.db", "x")
+    private = await SQLiteContextStore.open(path, "s0", shared=False)
+    memory = await SQLiteContextStore.open(":memory:", "m")
+    assert len({id(stores[0]._db), id(other._db), id(private._db), id(memory._db)}) == 4
+    assert _sqlite_threads() == base_workers + 4
+    assert [m.text for m in await private.get_history()] == ["s0"]
+    for s in (other, private, memory):
+        await s.close()
+    # Closing all but one keeps the connection; closing the last releases it.
+    for s in stores[1:]:
+        await s.close()
+    assert [m.text for m in await stores[0].get_history()] == ["s0"]
+    await stores[0].close()
+    with pytest.raises(StoreError, match="closed"):
+        await stores[0].get_history()
+    await _wait_for(lambda: threading.active_count() == base_threads)
+    assert _fds() == base_fds
+    # Opening again after the last close makes a fresh connection.
+    async with await SQLiteContextStore.open(path, "s299") as again:
+        assert [m.text for m in await again.get_history()] == ["s299"]
+
+
+async def test_forks_and_sessions_share_the_connection_and_outlive_the_opener(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "forks.db"
+    a = await SQLiteContextStore.open(path, "a")
+    b = await SQLiteContextStore.open(path, "b")
+    await a.append(Message.user("a0"))
+    fork = await a.fork()
+    other = await b.session("c")
+    assert fork._db is a._db is b._db is other._db
+    await a.close()
+    await b.close()
+    await fork.append(Message.user("fork1"))
+    await other.append(Message.user("c0"))
+    assert [m.text for m in await fork.get_history()] == ["a0", "fork1"]
+    await fork.close()
+    await other.close()
+    async with await SQLiteContextStore.open(path, "a") as again:
+        assert [m.text for m in await again.get_history()] == ["a0"]
+
+
+def _child_appends(path: str) -> None:
+    async def go() -> None:
+        async with await SQLiteContextStore.open(path, "child") as store:
+            await store.append(Message.user("from the child"))
+
+    asyncio.run(go())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+async def test_a_forked_process_opens_its_own_connection(tmp_path: Path) -> None:
+    path = str(tmp_path / "osfork.db")
+    async with await SQLiteContextStore.open(path, "parent") as parent:
+        await parent.append(Message.user("before the fork"))
+        ctx = multiprocessing.get_context("fork")
+        proc = ctx.Process(target=_child_appends, args=(path,))
+        proc.start()
+        await asyncio.get_running_loop().run_in_executor(None, proc.join, 30)
+        assert proc.exitcode == 0
+        child = await parent.session("child")
+        assert [m.text for m in await child.get_history()] == ["from the child"]
+        await child.close()
+        await parent.append(Message.user("parent goes on"))
+        assert len(await parent.get_history()) == 2
+
+
+class _Gate:
+    """A connection wrapper that can hold the worker at ``COMMIT`` and fail chosen commits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.at_commit = threading.Event()
+        self.go = threading.Event()
+        self.go.set()
+        self.fail_next_commit = False
+        self.commits = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.conn.in_transaction
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, rows)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            self.at_commit.set()
+            self.go.wait(10)
+            if self.fail_next_commit:
+                self.fail_next_commit = False
+                raise sqlite3.OperationalError("disk I/O error (injected)")
+            self.commits += 1
+        return self.conn.execute(sql, *args)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+async def _hold_worker(store: SQLiteContextStore) -> threading.Event:
+    """Occupy the shared worker until the returned event is set."""
+    release, busy = threading.Event(), threading.Event()
+
+    def block(conn: Any) -> None:
+        busy.set()
+        release.wait(10)
+
+    asyncio.get_running_loop().create_task(store._run(block))
+    await asyncio.get_running_loop().run_in_executor(None, busy.wait, 10)
+    return release
+
+
+async def test_appends_waiting_for_a_commit_go_into_the_next_single_transaction(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "group.db"
+    stores = [await SQLiteContextStore.open(path, f"s{i}") for i in range(50)]
+    db = stores[0]._db
+    gate = _Gate(db.conn)  # type: ignore[arg-type]
+    db.conn = gate  # type: ignore[assignment]
+    try:
+        release = await _hold_worker(stores[0])
+        groups = db.groups
+        first = [asyncio.create_task(s.append(Message.user("one"))) for s in stores]
+        await asyncio.sleep(0.05)
+        gate.go.clear()
+        release.set()
+        await asyncio.get_running_loop().run_in_executor(None, gate.at_commit.wait, 10)
+        # The group is at COMMIT: nobody is acknowledged yet. Appends arriving now wait.
+        assert not any(t.done() for t in first)
+        second = [asyncio.create_task(s.append_many(agent_session(1))) for s in stores[:20]]
+        await asyncio.sleep(0.05)
+        assert not any(t.done() for t in first + second)
+        gate.go.set()
+        await asyncio.gather(*first, *second)
+        assert db.groups - groups == 2  # 50 appends in one transaction, 20 in the next
+        assert gate.commits == 2
+        assert [m.text for m in await stores[7].get_history()] == [
+            "one",
+            *(m.text for m in agent_session(1)),
+        ]
+    finally:
+        gate.go.set()
+        for s in stores:
+            await s.close()
+
+
+async def test_a_failed_group_fails_exactly_its_own_writes(tmp_path: Path) -> None:
+    path = tmp_path / "fail.db"
+    stores = [
+        await SQLiteContextStore.open(path, f"s{i}", max_message_bytes=1000) for i in range(6)
+    ]
+    db = stores[0]._db
+    gate = _Gate(db.conn)  # type: ignore[arg-type]
+    db.conn = gate  # type: ignore[assignment]
+    try:
+        await stores[5].append(Message.user("kept"))
+        generation = await stores[5].generation()
+        await stores[5].clear()  # the generation moved: a CAS on the old one is stale
+        # Group 1: four appends, an over-size batch (refused in its caller, before I/O) and
+        # a stale compaction (fails in its own savepoint). All but those two commit.
+        release = await _hold_worker(stores[0])
+        ok = [
+            asyncio.create_task(s.append(Message.user(f"ok {i}"))) for i, s in enumerate(stores[:4])
+        ]
+        too_big = asyncio.create_task(
+            stores[4].append_many([Message.user("fine"), Message.user("x" * 2000)])
+        )
+        stale = asyncio.create_task(stores[5].replace_prefix(0, [], generation))
+        await asyncio.sleep(0.05)
+        release.set()
+        results = await asyncio.gather(*ok, too_big, stale, return_exceptions=True)
+        assert results[:4] == [None] * 4
+        assert isinstance(results[4], MessageTooLarge) and results[4].path == "messages[1]"
+        assert isinstance(results[5], StaleGenerationError)
+        assert await stores[4].get_history() == []
+
+        # Group 2 fails at COMMIT: each of its writes gets its own StoreError, nothing of it
+        # is stored; group 3, queued while group 2 was committing, commits.
+        release = await _hold_worker(stores[0])
+        doomed = [asyncio.create_task(s.append(Message.user("lost"))) for s in stores[:3]]
+        await asyncio.sleep(0.05)
+        gate.fail_next_commit = True
+        gate.at_commit.clear()
+        gate.go.clear()
+        release.set()
+        await asyncio.get_running_loop().run_in_executor(None, gate.at_commit.wait, 10)
+        later = [asyncio.create_task(s.append(Message.user("later"))) for s in stores[3:5]]
+        await asyncio.sleep(0.05)
+        gate.go.set()
+        failed = await asyncio.gather(*doomed, return_exceptions=True)
+        assert all(isinstance(e, StoreError) and "injected" in str(e) for e in failed)
+        assert len({id(e) for e in failed}) == 3  # each caller its own exception
+        await asyncio.gather(*later)
+        texts = [[m.text for m in await s.get_history()] for s in stores[:5]]
+        assert texts == [["ok 0"], ["ok 1"], ["ok 2"], ["ok 3", "later"], ["later"]]
+    finally:
+        gate.go.set()
+        for s in stores:
+            await s.close()

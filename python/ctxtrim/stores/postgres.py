@@ -86,6 +86,7 @@ from ctxtrim.stores._common import (
     turns_kept_moving,
     upto_past_end,
 )
+from ctxtrim.stores._sharing import LoopShared
 from ctxtrim.tokens import TokenCounter
 
 try:
@@ -257,17 +258,68 @@ async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = "public") ->
 
 
 class _Shared:
-    """The pool shared by a store and its forks; closed with the last of them if owned."""
+    """The pool shared by the stores of an event loop opened from the same DSN and options
+    (and by their forks and sessions); closed with the last of them if owned."""
 
-    def __init__(self, pool: AsyncConnectionPool, owned: bool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, owned: bool, key: Any = None) -> None:
         self.pool = pool
         self.owned = owned
+        self.key = key
         self.users = 1
 
     async def release(self) -> None:
         self.users -= 1
         if self.users == 0 and self.owned:
+            if self.key is not None:
+                _POOLS.forget(self.key, self)
             await self.pool.close()
+
+
+#: The pools the stores of each event loop share, by DSN and pool options.
+_POOLS: LoopShared[_Shared] = LoopShared()
+
+
+async def _open_pool(
+    dsn: str,
+    schema: str,
+    connect_timeout: float,
+    max_connections: int,
+    timeout: float,
+    key: Any,
+) -> _Shared:
+    """A new pool on ``dsn``, after one direct connection has migrated ``schema``."""
+    # One direct connection first: it fails fast with the real reason (refused,
+    # auth, unknown database), where a pool would only time out.
+    async with _mapped():
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
+        )
+        try:
+            deadline = asyncio.get_running_loop().time() + max(timeout, connect_timeout)
+            async with _bounded(conn, deadline):
+                await migrate(conn, schema)
+        finally:
+            await conn.close()
+    statement_ms = max(1, int(timeout * 900))
+
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        # A slow but live server cancels the statement itself (SQLSTATE 57014:
+        # rolled back, a StoreError) a little before the client gives up.
+        await conn.execute(f"SET statement_timeout = {statement_ms}")
+
+    pool = AsyncConnectionPool(
+        dsn,
+        min_size=1,
+        max_size=max_connections,
+        kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+        configure=configure,
+        timeout=connect_timeout,
+        open=False,
+    )
+    async with _mapped():
+        await pool.open(wait=True, timeout=connect_timeout)
+    _migrated.setdefault(pool, set()).add(schema)
+    return _Shared(pool, True, key)
 
 
 class PostgresContextStore(ContextStore):
@@ -275,7 +327,8 @@ class PostgresContextStore(ContextStore):
     may open the same session and append concurrently.
 
     ``pool`` is an open ``psycopg_pool.AsyncConnectionPool`` to share (the store then never
-    closes it); otherwise the store opens its own small pool on ``dsn``. ``counter`` is an
+    closes it); otherwise the stores of one event loop opened with the same ``dsn`` and pool
+    options share one small pool, closed when the last of them closes. ``counter`` is an
     exact token counter (called once per appended message; the count is stored with it).
     """
 
@@ -326,47 +379,25 @@ class PostgresContextStore(ContextStore):
         sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
         check_max_message_bytes(max_message_bytes)
         timeout = check_timeout(timeout)
-        owned = pool is None
         if pool is None:
-            # One direct connection first: it fails fast with the real reason (refused,
-            # auth, unknown database), where a pool would only time out.
-            async with _mapped():
-                conn = await psycopg.AsyncConnection.connect(
-                    dsn, autocommit=True, connect_timeout=max(1, int(connect_timeout))
-                )
-                try:
-                    deadline = asyncio.get_running_loop().time() + max(timeout, connect_timeout)
-                    async with _bounded(conn, deadline):
-                        await migrate(conn, schema)
-                finally:
-                    await conn.close()
-            statement_ms = max(1, int(timeout * 900))
-
-            async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
-                # A slow but live server cancels the statement itself (SQLSTATE 57014:
-                # rolled back, a StoreError) a little before the client gives up.
-                await conn.execute(f"SET statement_timeout = {statement_ms}")
-
-            pool = AsyncConnectionPool(
-                dsn,
-                min_size=1,
-                max_size=max_connections,
-                kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
-                configure=configure,
-                timeout=connect_timeout,
-                open=False,
+            key = (dsn, connect_timeout, max_connections, timeout)
+            shared = await _POOLS.get(
+                key,
+                lambda: _open_pool(dsn, schema, connect_timeout, max_connections, timeout, key),
             )
-            async with _mapped():
-                await pool.open(wait=True, timeout=connect_timeout)
+            pool = shared.pool
+        else:
+            shared = _Shared(pool, False)
+        if schema not in _migrated.get(pool, ()):
+            try:
+                async with _mapped(), pool.connection() as conn:
+                    await conn.set_autocommit(True)
+                    await migrate(conn, schema)
+            except BaseException:
+                await shared.release()
+                raise
             _migrated.setdefault(pool, set()).add(schema)
-        elif schema not in _migrated.get(pool, ()):
-            async with _mapped(), pool.connection() as conn:
-                await conn.set_autocommit(True)
-                await migrate(conn, schema)
-            _migrated.setdefault(pool, set()).add(schema)
-        self = cls._make(
-            _Shared(pool, owned), sid, counter, max_message_bytes, schema, bool(idempotent_ids)
-        )
+        self = cls._make(shared, sid, counter, max_message_bytes, schema, bool(idempotent_ids))
         self._timeout = timeout
         try:
             async with self._conn("open") as conn:  # opening a session creates it (listed)

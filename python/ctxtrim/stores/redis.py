@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 
 from ctxtrim import _core
 from ctxtrim.errors import (
+    InvalidArgument,
     InvalidMessage,
     OutcomeUnknownError,
     StoreError,
@@ -68,6 +69,7 @@ from ctxtrim.stores._common import (
     turns_kept_moving,
     upto_past_end,
 )
+from ctxtrim.stores._sharing import LoopShared
 from ctxtrim.tokens import TokenCounter
 
 try:
@@ -274,11 +276,13 @@ def _iso(ms: bytes | int | None) -> str:
 
 
 class _Shared:
-    """One client shared by a store and its forks; closed when the last of them closes."""
+    """One client shared by the stores of an event loop opened from the same URL and
+    options (and by their forks and sessions); closed when the last of them closes."""
 
-    def __init__(self, client: aioredis.Redis, owned: bool) -> None:
+    def __init__(self, client: aioredis.Redis, owned: bool, key: Any = None) -> None:
         self.client = client
         self.owned = owned
+        self.key = key
         self.users = 1
         self.append = client.register_script(_APPEND)
         self.clear = client.register_script(_CLEAR)
@@ -289,7 +293,13 @@ class _Shared:
     async def release(self) -> None:
         self.users -= 1
         if self.users == 0 and self.owned:
+            if self.key is not None:
+                _CLIENTS.forget(self.key, self)
             await self.client.aclose()
+
+
+#: The clients the stores of each event loop share, by URL(s) and connection options.
+_CLIENTS: LoopShared[_Shared] = LoopShared()
 
 
 class RedisContextStore(ContextStore):
@@ -330,10 +340,17 @@ class RedisContextStore(ContextStore):
         connect_timeout: float = 5.0,
         idempotent_ids: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
+        max_connections: int = 50,
     ) -> RedisContextStore:
         """Connect (or use ``client``, which the store then does not close) and check the
         server answers and is Redis ≥ 7. Raises :class:`~ctxtrim.errors.StoreError` with the
         driver's error as the cause when it cannot.
+
+        Stores opened on one event loop with the same ``url``, ``connect_timeout``,
+        ``timeout`` and ``max_connections`` share one client, closed when the last of them
+        closes: opening one store per conversation costs no connection. Its pool holds at
+        most ``max_connections`` connections (default 50); more concurrent calls wait for
+        one (within ``timeout``).
 
         ``timeout`` (seconds, default 10) bounds every round trip: a server that does not
         answer in time (stopped, partitioned) makes the call raise
@@ -355,10 +372,15 @@ class RedisContextStore(ContextStore):
             raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
         check_max_message_bytes(max_message_bytes)
         timeout = check_timeout(timeout)
+        if (
+            isinstance(max_connections, bool)
+            or not isinstance(max_connections, int)
+            or max_connections < 1
+        ):
+            raise InvalidArgument(f"max_connections must be an int >= 1, got {max_connections!r}")
         urls = [url] if isinstance(url, str) else list(url)
         if not urls or not all(isinstance(u, str) for u in urls):
             raise ValueError(f"url must be a URL or a non-empty list of URLs, got {url!r}")
-        owned = client is None
         options: dict[str, Any] = {
             "socket_connect_timeout": min(connect_timeout, timeout),
             "socket_timeout": timeout,
@@ -366,29 +388,13 @@ class RedisContextStore(ContextStore):
             "decode_responses": False,
         }
         if client is None:
-            client = (
-                aioredis.Redis.from_url(urls[0], **options)
-                if len(urls) == 1
-                else _cluster_client(urls, options)
+            key = (tuple(urls), connect_timeout, timeout, max_connections)
+            shared = await _CLIENTS.get(
+                key, lambda: _connect(urls, options, None, key, max_connections)
             )
-        try:
-            info = await _call(client.info())
-            if "redis_version" not in info and info:  # a cluster client: one dict per node
-                info = next(iter(info.values()))
-            if owned and int(info.get("cluster_enabled", 0)) and len(urls) == 1:
-                await client.aclose()
-                client = _cluster_client(urls, options)
-                await _call(client.initialize())
-        except BaseException:
-            if owned:
-                await client.aclose()
-            raise
-        version = str(info.get("redis_version", "0"))
-        if int(version.split(".")[0]) < 7:
-            if owned:
-                await client.aclose()
-            raise StoreError(f"RedisContextStore needs Redis >= 7, the server is {version}")
-        self = cls._make(_Shared(client, owned), prefix, sid, counter, ttl, max_message_bytes)
+        else:
+            shared = await _connect(urls, options, client, None)
+        self = cls._make(shared, prefix, sid, counter, ttl, max_message_bytes)
         self._idempotent = bool(idempotent_ids)
         try:
             # Opening a session creates it (listed, generation 0) and renews its TTL.
@@ -711,6 +717,48 @@ class RedisContextStore(ContextStore):
 
     def __repr__(self) -> str:
         return f"RedisContextStore(prefix={self._prefix!r}, session_id={self.session_id!r})"
+
+
+async def _connect(
+    urls: list[str],
+    options: dict[str, Any],
+    client: aioredis.Redis | None,
+    key: Any,
+    max_connections: int = 50,
+) -> _Shared:
+    """Connect (or use the caller's ``client``, never closed here) and check the server
+    answers and is Redis >= 7."""
+    owned = client is None
+    if client is None and len(urls) == 1:
+        # A blocking pool: past max_connections calls wait (up to the timeout) for a free
+        # connection instead of failing, as a server with many sessions needs.
+        pool = aioredis.BlockingConnectionPool.from_url(
+            urls[0],
+            max_connections=max_connections,
+            timeout=options["socket_timeout"],
+            **options,
+        )
+        client = aioredis.Redis.from_pool(pool)
+    elif client is None:
+        client = _cluster_client(urls, options)
+    try:
+        info = await _call(client.info())
+        if "redis_version" not in info and info:  # a cluster client: one dict per node
+            info = next(iter(info.values()))
+        if owned and int(info.get("cluster_enabled", 0)) and len(urls) == 1:
+            await client.aclose()
+            client = _cluster_client(urls, options)
+            await _call(client.initialize())
+    except BaseException:
+        if owned:
+            await client.aclose()
+        raise
+    version = str(info.get("redis_version", "0"))
+    if int(version.split(".")[0]) < 7:
+        if owned:
+            await client.aclose()
+        raise StoreError(f"RedisContextStore needs Redis >= 7, the server is {version}")
+    return _Shared(client, owned, key)
 
 
 def _cluster_client(urls: Sequence[str], options: dict[str, Any]) -> Any:

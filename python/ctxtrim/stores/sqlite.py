@@ -20,9 +20,12 @@ Invariants (each checked by ``tests/test_store_reliability.py`` or the conforman
   transaction starts; a bad one raises :class:`~ctxtrim.errors.InvalidMessage` and nothing is
   written. Each row stores its payload's CRC-32 and token count; a row that fails its check
   raises :class:`~ctxtrim.errors.CorruptRecordError` on read, never skipped.
-* **Off the event loop.** Every call runs on the store's own single worker thread, which
+* **Off the event loop.** Every call runs on the connection's single worker thread, which
   owns the connection (see the design notes for why not ``asyncio.to_thread``). A cancelled
   caller does not interrupt a transaction: the worker finishes (commits or rolls back) it.
+* **One connection per file per process.** Stores opened on the same file share one
+  connection and worker (see :class:`_Database`); concurrent writes are group-committed,
+  each in its own savepoint, and acknowledged only after their transaction commits.
 * **Durability.** WAL with ``synchronous=FULL`` by default: a returned write survives a
   process crash *and* power loss. ``synchronous="NORMAL"`` is faster and still survives a
   process crash, but the last commits may roll back after power loss or an OS crash.
@@ -34,9 +37,11 @@ Invariants (each checked by ``tests/test_store_reliability.py`` or the conforman
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 import uuid
 import zlib
@@ -263,18 +268,37 @@ def _rows(conn: sqlite3.Connection, sid: int, generation: int, start: int) -> li
 
 
 class _Database:
-    """One connection and the single thread that owns it, shared by a store and its forks.
+    """One connection and the single thread that owns it, shared by every store of this
+    process on the same file (and ``synchronous``/``busy_timeout``), however each was opened.
 
     A single worker thread (rather than ``asyncio.to_thread``'s shared pool) means the
     connection is only ever touched by the thread that made it, calls on it are serialised
-    without a lock, and an awaited call cannot starve the default executor.
+    without a lock, and an awaited call cannot starve the default executor. The thread is
+    not tied to an event loop: stores on several loops or threads may share it.
+
+    **Group commit.** Writes do not go to the worker one by one: they join a pending group,
+    and the worker runs a whole group in one ``BEGIN IMMEDIATE`` transaction, each write
+    inside its own savepoint. Writes that arrive while a group is committing form the next
+    group, so under load one commit (one fsync with ``synchronous=FULL``) acknowledges many
+    writes. A write's own error (a stale generation, a conflicting id) rolls back its
+    savepoint only and fails that write alone; a failure of the transaction itself (the
+    lock not granted, ``COMMIT`` failing) fails exactly the writes of that group. Every
+    write is acknowledged only after its group's ``COMMIT`` returned.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, key: tuple[str, str, float] | None = None) -> None:
         self.path = path
+        self.key = key
         self.conn: sqlite3.Connection | None = None
         self.refs = 1
+        self.ready: concurrent.futures.Future[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxtrim-sqlite")
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Callable[[sqlite3.Connection], Any], _Job]] = []
+        self._scheduled = False
+        #: Transactions and writes committed through groups (read by tests and benchmarks).
+        self.groups = 0
+        self.grouped_writes = 0
 
     def _call(self, fn: Callable[..., _T], args: tuple[Any, ...]) -> _T:
         if self.conn is None:
@@ -288,20 +312,89 @@ class _Database:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, fn, args)
 
-    async def connect(self, synchronous: str, busy_timeout: float) -> None:
+    async def write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``body`` in the next group transaction; return once that group committed."""
+        job: _Job = concurrent.futures.Future()
+        with self._lock:
+            self._pending.append((body, job))
+            if not self._scheduled:
+                self._scheduled = True
+                self._executor.submit(self._commit_group)
+        # A cancelled caller does not cancel the write: the worker commits or rolls it back.
+        return await asyncio.shield(asyncio.wrap_future(job))
+
+    def _commit_group(self) -> None:
+        """Worker thread: run the pending writes (up to a cap) as one transaction."""
+        with self._lock:
+            group = self._pending[:_GROUP_MAX]
+            del self._pending[:_GROUP_MAX]
+            if self._pending:
+                self._executor.submit(self._commit_group)
+            else:
+                self._scheduled = False
+        conn = self.conn
+        if conn is None:
+            _fail_all(group, StoreError(f"{self.path}: the store is closed"))
+            return
+        results: list[tuple[_Job, bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if len(group) == 1:
+                body, job = group[0]
+                results.append((job, True, body(conn)))
+            else:
+                for body, job in group:
+                    conn.execute("SAVEPOINT ctxtrim_write")
+                    try:
+                        value = body(conn)
+                    except Exception as e:
+                        if not conn.in_transaction:  # SQLite rolled the whole group back
+                            raise
+                        conn.execute("ROLLBACK TO ctxtrim_write")
+                        conn.execute("RELEASE ctxtrim_write")
+                        results.append((job, False, _store_error(self.path, e)))
+                        continue
+                    conn.execute("RELEASE ctxtrim_write")
+                    results.append((job, True, value))
+            conn.execute("COMMIT")
+        except BaseException as e:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:  # the connection is broken; the next call will say so
+                    pass
+            _fail_all(group, _store_error(self.path, e))
+            if not isinstance(e, Exception):
+                raise
+            return
+        self.groups += 1
+        self.grouped_writes += len(group)
+        for job, ok, value in results:
+            _settle(job, ok, value)
+
+    def start(self, synchronous: str, busy_timeout: float) -> concurrent.futures.Future[None]:
+        """Queue the connect on the worker (the first job it runs); return its future."""
+
         def go() -> None:
             try:
                 self.conn = _connect(self.path, synchronous, busy_timeout)
             except sqlite3.Error as e:
                 raise StoreError(f"{self.path}: sqlite: {e}") from e
 
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, go)
+        self.ready = self._executor.submit(go)
+        return self.ready
+
+    def acquire(self) -> None:
+        with _REGISTRY_LOCK:
+            self.refs += 1
 
     async def release(self) -> None:
-        self.refs -= 1
-        if self.refs > 0:
-            return
+        with _REGISTRY_LOCK:
+            self.refs -= 1
+            if self.refs > 0:
+                return
+            if self.key is not None and _REGISTRY.get(self.key) is self:
+                del _REGISTRY[self.key]
 
         def go() -> None:
             if self.conn is not None:
@@ -313,12 +406,92 @@ class _Database:
         self._executor.shutdown(wait=False)
 
 
+_Job = concurrent.futures.Future[Any]  # one grouped write's result
+#: Most writes committed in one group transaction (bounds one group's latency).
+_GROUP_MAX = 1024
+
+#: The shared connections of this process, by (real path, synchronous, busy_timeout).
+_REGISTRY: dict[tuple[str, str, float], _Database] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _forget_registry() -> None:
+    # A forked child must not use its parent's connections or worker threads (neither
+    # survives a fork): stores it opens get fresh ones.
+    global _REGISTRY_LOCK
+    _REGISTRY.clear()
+    _REGISTRY_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_registry)
+
+
+def _store_error(path: str, e: BaseException) -> BaseException:
+    if isinstance(e, sqlite3.Error):
+        error = StoreError(f"{path}: sqlite: {e}")
+        error.__cause__ = e
+        return error
+    return e
+
+
+def _fail_all(
+    group: list[tuple[Callable[[sqlite3.Connection], Any], _Job]], e: BaseException
+) -> None:
+    """Fail every write of a group that did not commit, each with its own exception."""
+    if len(group) == 1:
+        _settle(group[0][1], False, e)
+        return
+    for _, job in group:
+        error = StoreError(f"{e}" if isinstance(e, StoreError) else f"{type(e).__name__}: {e}")
+        error.__cause__ = e
+        _settle(job, False, error)
+
+
+def _settle(job: _Job, ok: bool, value: Any) -> None:
+    if job.done():  # cannot happen (callers await it shielded); never lose the worker
+        return
+    if ok:
+        job.set_result(value)
+    else:
+        job.set_exception(value)
+
+
+async def _shared_database(
+    path: str, synchronous: str, busy_timeout: float, shared: bool
+) -> _Database:
+    """A connection to ``path`` with a reference taken: the process's shared one (made on
+    first use) unless ``shared`` is false or the database is private (``":memory:"``)."""
+    if not shared or path in (":memory:", ""):
+        db = _Database(path)
+        ready = db.start(synchronous, busy_timeout)
+    else:
+        key = (os.path.realpath(path), synchronous, busy_timeout)
+        with _REGISTRY_LOCK:
+            found = _REGISTRY.get(key)
+            if found is not None:
+                found.refs += 1
+                db = found
+            else:
+                db = _REGISTRY[key] = _Database(path, key)
+                db.start(synchronous, busy_timeout)
+        assert db.ready is not None
+        ready = db.ready
+    try:
+        await asyncio.wrap_future(ready)
+    except BaseException:
+        await db.release()
+        raise
+    return db
+
+
 class SQLiteContextStore(ContextStore):
     """One session's history in an SQLite file; open it with :meth:`open`.
 
     Several stores (in one process or many) may use the same file and even the same
-    session at once. ``fork()`` and ``session(id)`` return stores sharing this one's
-    connection and worker thread; close every store you open (or use ``async with``).
+    session at once. All stores of one process on one file share a connection and worker
+    thread (``open`` per conversation is the scalable way); close every store you open
+    (or use ``async with``).
     See the module docstring for the guarantees.
     """
 
@@ -355,6 +528,7 @@ class SQLiteContextStore(ContextStore):
         busy_timeout: float = 30.0,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         idempotent_ids: bool = False,
+        shared: bool = True,
     ) -> SQLiteContextStore:
         """Open (creating if needed) the file at ``path`` and the session ``session_id``
         (a new uuid4 hex when None). ``":memory:"`` gives a private in-memory database.
@@ -370,6 +544,13 @@ class SQLiteContextStore(ContextStore):
         after a lost acknowledgement); with different content the whole batch is refused
         with :class:`~ctxtrim.errors.InvalidMessage` naming ``messages[i].id``. ``clear``
         forgets the ids, ``fork`` copies them, ``replace_prefix`` keeps them.
+
+        Every store of this process opened on the same file (same ``synchronous`` and
+        ``busy_timeout``) shares one connection and one worker thread, and concurrent writes
+        from all of them are group-committed: opening one store per conversation costs no
+        thread and no file descriptor. The connection closes when the last store using it
+        closes. ``shared=False`` gives this store a connection of its own (``":memory:"`` is
+        always private).
         """
         session_id = check_session_id(uuid.uuid4().hex if session_id is None else session_id)
         sync = synchronous.upper() if isinstance(synchronous, str) else synchronous
@@ -381,9 +562,8 @@ class SQLiteContextStore(ContextStore):
         fspath = os.fspath(path)
         if not isinstance(fspath, str):
             raise TypeError(f"path must be str or os.PathLike[str], got {type(path).__name__}")
-        db = _Database(fspath)
+        db = await _shared_database(fspath, sync, float(busy_timeout), bool(shared))
         try:
-            await db.connect(sync, float(busy_timeout))
             sid = await db.run(_attach, session_id)
         except BaseException:
             await db.release()
@@ -399,7 +579,7 @@ class SQLiteContextStore(ContextStore):
 
     def _sibling(self, sid: int, session_id: str) -> SQLiteContextStore:
         """Another store on this one's connection (for ``fork`` and ``session``)."""
-        self._db.refs += 1
+        self._db.acquire()
         return SQLiteContextStore(
             self._db,
             sid,
@@ -413,6 +593,12 @@ class SQLiteContextStore(ContextStore):
         if self._closed:
             raise StoreError(f"{self._db.path}: the store is closed")
         return await self._db.run(fn, *args)
+
+    async def _commit(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run a write ``body`` in the connection's next group transaction."""
+        if self._closed:
+            raise StoreError(f"{self._db.path}: the store is closed")
+        return await self._db.write(body)
 
     @property
     def path(self) -> str:
@@ -509,7 +695,7 @@ class SQLiteContextStore(ContextStore):
             )
             return True
 
-        return await self._run(_write, body)
+        return await self._commit(body)
 
     async def clear(self) -> None:
         sid = self._sid
@@ -523,7 +709,7 @@ class SQLiteContextStore(ContextStore):
                 (sid,),
             )
 
-        await self._run(_write, body)
+        await self._commit(body)
 
     async def replace_prefix(
         self, upto: int, messages: Sequence[Message], expected_generation: int
@@ -564,7 +750,7 @@ class SQLiteContextStore(ContextStore):
                 (new, nxt - upto + k, sid),
             )
 
-        await self._run(_write, body)
+        await self._commit(body)
 
     async def fork(self) -> SQLiteContextStore:
         """A new session (uuid4 hex id) in the same file with a copy of this history and
@@ -596,7 +782,7 @@ class SQLiteContextStore(ContextStore):
             )
             return child
 
-        return self._sibling(await self._run(_write, body), child_id)
+        return self._sibling(await self._commit(body), child_id)
 
     async def session(self, session_id: str) -> SQLiteContextStore:
         """A store on another session (created if needed) of the same file, sharing this
@@ -615,7 +801,7 @@ class SQLiteContextStore(ContextStore):
                 (*values, sid),
             )
 
-        await self._run(_write, body)
+        await self._commit(body)
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         values = check_tokens(input_tokens, output_tokens)
@@ -637,7 +823,7 @@ class SQLiteContextStore(ContextStore):
                 (*values, sid),
             )
 
-        await self._run(_write, body)
+        await self._commit(body)
 
     # -- reads ------------------------------------------------------------------------------
 
