@@ -48,9 +48,7 @@ def image_size(data: bytes) -> tuple[int, int]:
     """``(width, height)`` as the image's header (PNG, JPEG, GIF, WebP) states them;
     ``ValueError`` saying why if it cannot be read."""
 
-def image_tokens(
-    data: bytes, *, encoding: str = "cl100k_base", rule: str | None = None
-) -> int:
+def image_tokens(data: bytes, *, encoding: str = "cl100k_base", rule: str | None = None) -> int:
     """Tokens of one image under ``rule`` (``"openai-high"``, ``"openai-low"``,
     ``"anthropic"``) or the image rule of the price table ``encoding``; the flat
     ``IMAGE_TOKENS`` if its header cannot be read."""
