@@ -79,6 +79,16 @@ def test_message_framing_names_tools_results_and_images(name: str) -> None:
     assert n("<|endoftext|>") == len(encoder(name)("<|endoftext|>", disallowed_special=()))
 
 
+def test_long_texts_and_lone_surrogates_are_counted() -> None:
+    counter = ExactTokenCounter("o200k_base")
+    line = "def handler(event):\n    return {'status': 200}\n"
+    # bpe-openai's encode refuses 1M characters and more; a tool result can be that long.
+    long = line * (1_100_000 // len(line))
+    assert len(long) > 1_000_000
+    assert counter.count_text(long) >= len(long) // 8
+    assert counter.count_text("a\ud800b") == len(encoder("o200k_base")("a\ufffdb"))
+
+
 def test_model_names_and_refusals() -> None:
     assert ExactTokenCounter("gpt-4o").encoding == "o200k_base"
     assert ExactTokenCounter("o3").encoding == "o200k_base"

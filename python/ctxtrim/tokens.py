@@ -100,7 +100,8 @@ OPENAI_TOKENS_PER_NAME = 1
 OPENAI_REPLY_PRIMING = 3
 
 
-def _bpe_encoding(name: str) -> Any:
+def _bpe_counter(name: str) -> Callable[[str], int]:
+    """A function counting a text's tokens under the encoding ``name`` (bpe-openai)."""
     try:
         with warnings.catch_warnings():  # it reads its data with a deprecated importlib API
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -112,7 +113,26 @@ def _bpe_encoding(name: str) -> Any:
             "ExactTokenCounter needs bpe-openai (OpenAI's tokenizers, offline): "
             "pip install 'ctxtrim[exact]'"
         ) from e
-    return encoding
+    encode_ordinary: Callable[[str], list[int]] = encoding.encode_ordinary
+
+    def public(text: str) -> int:
+        return len(encode_ordinary(text))
+
+    # Its compiled tokenizer counts without building the list of ids (1.6x faster on a tool
+    # result) and takes texts of any length (`encode_ordinary` refuses 1M characters and
+    # more). It is not public API, so it is used only where present, and the public path
+    # takes what it refuses (texts with lone surrogates, which it replaces as tiktoken does).
+    count = getattr(getattr(encoding, "_backend", None), "count", None)
+    if not callable(count):
+        return public
+
+    def fast(text: str) -> int:
+        try:
+            return int(count(text))
+        except UnicodeEncodeError:
+            return public(text)
+
+    return fast
 
 
 class ExactTokenCounter:
@@ -140,7 +160,7 @@ class ExactTokenCounter:
     the count with the message.
     """
 
-    __slots__ = ("_encode", "encoding")
+    __slots__ = ("_count", "_roles", "encoding")
 
     def __init__(self, encoding_or_model: str = "o200k_base") -> None:
         table = _core.price_table(encoding_or_model)
@@ -151,10 +171,15 @@ class ExactTokenCounter:
                 f"(use HeuristicTokenCounter({encoding_or_model!r}))"
             )
         self.encoding = table
-        self._encode: Callable[[str], list[int]] = _bpe_encoding(table).encode_ordinary
+        self._count = _bpe_counter(table)
+        # Framing plus the role's tokens, per role (and "tool" for a tool result).
+        self._roles = {
+            role: OPENAI_TOKENS_PER_MESSAGE + self._count(role)
+            for role in ("system", "user", "assistant", "tool")
+        }
 
     def count_text(self, text: str) -> int:
-        return len(self._encode(text)) if text else 0
+        return self._count(text) if text else 0
 
     def _content(self, blocks: Iterable[object]) -> int:
         from ctxtrim.messages import ImageBlock, TextBlock, ToolUseBlock
@@ -173,16 +198,16 @@ class ExactTokenCounter:
     def count_message(self, message: Message) -> int:
         from ctxtrim.messages import ToolResultBlock
 
-        frame = OPENAI_TOKENS_PER_MESSAGE
+        roles = self._roles
         results = [b for b in message.content if type(b) is ToolResultBlock]
         others = [b for b in message.content if type(b) is not ToolResultBlock]
         n = 0
         for result in results:
             content = result.content
             body = self.count_text(content) if isinstance(content, str) else self._content(content)
-            n += frame + self.count_text("tool") + body
+            n += roles["tool"] + body
         if others or not results:
-            n += frame + self.count_text(message.role) + self._content(others)
+            n += roles[message.role] + self._content(others)
             if message.name is not None and not results:
                 n += self.count_text(message.name) + OPENAI_TOKENS_PER_NAME
         return n
