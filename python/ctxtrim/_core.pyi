@@ -37,7 +37,8 @@ IMAGE_TOKENS: Final[int]
 
 def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
-    priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
+    priced as ``encoding`` (``"cl100k_base"``, ``"o200k_base"``, ``"anthropic"`` or a model
+    name such as ``"gpt-4o"``) does."""
 
 def price_table(name: str) -> str:
     """The canonical name of the price table ``name`` selects (``"cl100k_base"``,
