@@ -47,6 +47,25 @@ def test_agent_turn(benchmark: Any, impl: str, n: int) -> None:
     benchmark.pedantic(lambda: strategy(history), setup=setup, rounds=200, warmup_rounds=5)
 
 
+@pytest.mark.parametrize("impl", ["heuristic", "exact"])
+def test_agent_loop_turn(benchmark: Any, impl: str) -> None:
+    """The agent-loop workload of docs/performance.md: the round's 4 messages built inside
+    the timed call, appended, and the window fitted; 1k messages."""
+    turns = bench.agent_history(250 + 400)
+    fresh = itertools.count(250)
+    history = bench._ctxtrim_messages(turns[:250])
+    strategy = FitContextWindow(8_000, counter=_counter(impl))
+    strategy(history)
+
+    def turn() -> object:
+        history.extend(bench._ctxtrim_turn(turns[next(fresh)]))
+        return strategy(history)
+
+    benchmark.group = "agent loop turn (messages built), 1000 messages"
+    benchmark.extra_info["impl"] = impl
+    benchmark.pedantic(turn, rounds=200, warmup_rounds=5)
+
+
 def test_image_size_of_a_1mb_png(benchmark: Any) -> None:
     header = b"\x89PNG\r\n\x1a\n" + struct.pack(">I4sII", 13, b"IHDR", 1280, 800)
     png = header + bytes(1 << 20)

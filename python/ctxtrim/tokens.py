@@ -19,14 +19,14 @@ from __future__ import annotations
 import importlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ctxtrim import _core
+from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
-if TYPE_CHECKING:
-    from ctxtrim.messages import Message
+_json_encode = msgspec.json.encode
 
 __all__ = [
     "ExactTokenCounter",
@@ -100,8 +100,9 @@ OPENAI_TOKENS_PER_NAME = 1
 OPENAI_REPLY_PRIMING = 3
 
 
-def _bpe_counter(name: str) -> Callable[[str], int]:
-    """A function counting a text's tokens under the encoding ``name`` (bpe-openai)."""
+def _bpe_counter(name: str) -> tuple[Callable[[str], int], Callable[[str], int]]:
+    """Two functions counting a text's tokens under the encoding ``name`` (bpe-openai): one
+    for any text, and one for valid UTF-8 only (a message's texts: no lone surrogates)."""
     try:
         with warnings.catch_warnings():  # it reads its data with a deprecated importlib API
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -124,7 +125,7 @@ def _bpe_counter(name: str) -> Callable[[str], int]:
     # takes what it refuses (texts with lone surrogates, which it replaces as tiktoken does).
     count = getattr(getattr(encoding, "_backend", None), "count", None)
     if not callable(count):
-        return public
+        return public, public
 
     def fast(text: str) -> int:
         try:
@@ -132,7 +133,7 @@ def _bpe_counter(name: str) -> Callable[[str], int]:
         except UnicodeEncodeError:
             return public(text)
 
-    return fast
+    return fast, count
 
 
 class ExactTokenCounter:
@@ -160,7 +161,7 @@ class ExactTokenCounter:
     the count with the message.
     """
 
-    __slots__ = ("_count", "_roles", "encoding")
+    __slots__ = ("_count", "_roles", "_utf8", "encoding")
 
     def __init__(self, encoding_or_model: str = "o200k_base") -> None:
         table = _core.price_table(encoding_or_model)
@@ -171,7 +172,7 @@ class ExactTokenCounter:
                 f"(use HeuristicTokenCounter({encoding_or_model!r}))"
             )
         self.encoding = table
-        self._count = _bpe_counter(table)
+        self._count, self._utf8 = _bpe_counter(table)
         # Framing plus the role's tokens, per role (and "tool" for a tool result).
         self._roles = {
             role: OPENAI_TOKENS_PER_MESSAGE + self._count(role)
@@ -181,35 +182,46 @@ class ExactTokenCounter:
     def count_text(self, text: str) -> int:
         return self._count(text) if text else 0
 
-    def _content(self, blocks: Iterable[object]) -> int:
-        from ctxtrim.messages import ImageBlock, TextBlock, ToolUseBlock
-
-        n = 0
-        for block in blocks:
-            if type(block) is TextBlock:
-                n += self.count_text(block.text)
-            elif type(block) is ImageBlock:
-                n += _core.image_tokens(block.data, encoding=self.encoding)
-            elif type(block) is ToolUseBlock:
-                n += self.count_text(block.name)
-                n += self.count_text(msgspec.json.encode(block.input).decode())
+    def _result(self, content: str | tuple[TextBlock | ImageBlock, ...]) -> int:
+        """A tool result's content: a `tool` message's."""
+        if isinstance(content, str):
+            return self._roles["tool"] + (self._utf8(content) if content else 0)
+        n = self._roles["tool"]
+        for item in content:
+            if type(item) is TextBlock:
+                n += self._utf8(item.text) if item.text else 0
+            elif type(item) is ImageBlock:
+                n += image_tokens(item.data, encoding=self.encoding)
         return n
 
     def count_message(self, message: Message) -> int:
-        from ctxtrim.messages import ToolResultBlock
-
-        roles = self._roles
-        results = [b for b in message.content if type(b) is ToolResultBlock]
-        others = [b for b in message.content if type(b) is not ToolResultBlock]
-        n = 0
-        for result in results:
-            content = result.content
-            body = self.count_text(content) if isinstance(content, str) else self._content(content)
-            n += roles["tool"] + body
-        if others or not results:
-            n += roles[message.role] + self._content(others)
-            if message.name is not None and not results:
-                n += self.count_text(message.name) + OPENAI_TOKENS_PER_NAME
+        count = self._utf8  # a message's strings are valid UTF-8
+        n = 0  # the tool messages its tool results become
+        body = 0  # the chat message of its other blocks
+        others = False
+        for block in message.content:
+            kind = type(block)
+            if kind is TextBlock:
+                text = block.text  # type: ignore[union-attr]
+                body += count(text) if text else 0
+                others = True
+            elif kind is ToolResultBlock:
+                n += self._result(block.content)  # type: ignore[union-attr]
+            elif kind is ToolUseBlock:
+                body += count(block.name)  # type: ignore[union-attr]
+                body += count(_json_encode(block.input).decode())  # type: ignore[union-attr]
+                others = True
+            elif kind is ImageBlock:
+                body += image_tokens(block.data, encoding=self.encoding)  # type: ignore[union-attr]
+                others = True
+            else:  # reasoning: Chat Completions does not send it back
+                others = True
+        if others or not n:
+            results = n
+            n += self._roles[message.role] + body
+            name = message.name
+            if name is not None and not results:  # tool messages carry no name
+                n += count(name) + OPENAI_TOKENS_PER_NAME
         return n
 
     def __repr__(self) -> str:
