@@ -16,6 +16,7 @@ from ctxtrim import (
     InvalidStrategy,
     Message,
     MessageLog,
+    ReasoningBlock,
     TextBlock,
     TokenCounter,
     ToolResultBlock,
@@ -73,6 +74,11 @@ def test_message_framing_names_tools_results_and_images(name: str) -> None:
     assert counter.count_message(results) == tool + n("42 lines") + tool + n("x")
     mixed = Message("user", [ToolResultBlock("t1", "done"), TextBlock("and now?")])
     assert counter.count_message(mixed) == tool + n("done") + 3 + n("user") + n("and now?")
+    # Tool messages carry no name, so a message holding results does not bill one.
+    named_mixed = Message("user", [ToolResultBlock("t1", "done"), TextBlock("ok")], name="bob")
+    assert counter.count_message(named_mixed) == tool + n("done") + 3 + n("user") + n("ok")
+    reasoning = Message.assistant([ReasoningBlock("thinking hard"), TextBlock("done")])
+    assert counter.count_message(reasoning) == 3 + n("assistant") + n("done")
     shot = Message.user(["see", ImageBlock("image/png", png(1280, 800))])
     assert counter.count_message(shot) == 3 + n("user") + n("see") + 1105
     # Special tokens' text is plain text.
