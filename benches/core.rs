@@ -1,5 +1,6 @@
 //! Criterion benches of the core at 1k/10k/100k messages: append (with and without a live
-//! snapshot), snapshot, fork, fit_budget, token ranges, one agent step, and the token estimator.
+//! snapshot), snapshot, fork, fit_budget, token ranges, one agent step, the token estimator and
+//! the image-header reader.
 //!
 //! Run with `cargo bench --bench core`. Each bench measures briefly (2 s, 20 samples) so the
 //! whole suite takes a few minutes on two cores.
@@ -240,5 +241,37 @@ fn estimate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, snapshot_and_fork, queries, estimate);
+/// Reading an image's size from its header: a 1 MB PNG, a JPEG with a 20 KB EXIF block
+/// before its frame header, and pricing under both providers' rules.
+fn image(c: &mut Criterion) {
+    use ctxtrim::tokens::image::{image_size, ImageRule};
+    let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    png.extend_from_slice(&1280u32.to_be_bytes());
+    png.extend_from_slice(&800u32.to_be_bytes());
+    png.resize(1 << 20, 0x5a);
+    let mut jpeg = vec![0xff, 0xd8, 0xff, 0xe1, 0x50, 0x00];
+    jpeg.resize(4 + 0x5000, 0);
+    jpeg.extend_from_slice(&[0xff, 0xc0, 0x00, 0x11, 0x08, 0x03, 0x20, 0x05, 0x00]);
+    jpeg.resize(1 << 20, 0x5a);
+    let mut group = c.benchmark_group("image");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500))
+        .sample_size(20);
+    for (name, data) in [("png_1MB", &png), ("jpeg_1MB_exif_20KB", &jpeg)] {
+        assert!(image_size(data).is_ok());
+        group.bench_function(format!("size/{name}"), |b| {
+            b.iter(|| black_box(image_size(black_box(data))));
+        });
+    }
+    group.bench_function("price/openai_high_png_1MB", |b| {
+        b.iter(|| black_box(ImageRule::OpenAiHigh.price_data(black_box(&png))));
+    });
+    group.bench_function("price/anthropic_png_1MB", |b| {
+        b.iter(|| black_box(ImageRule::Anthropic.price_data(black_box(&png))));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, snapshot_and_fork, queries, estimate, image);
 criterion_main!(benches);

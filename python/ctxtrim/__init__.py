@@ -52,12 +52,20 @@ from ctxtrim.strategies import (
     InvalidStrategy,
     KeepLastMessages,
     KeepLastTurns,
+    KeepRecentImages,
     Pipeline,
     TrimReport,
     TrimRounds,
     TruncateToolOutputs,
 )
-from ctxtrim.tokens import HeuristicTokenCounter, TokenCounter, estimate_tokens
+from ctxtrim.tokens import (
+    ExactTokenCounter,
+    HeuristicTokenCounter,
+    TokenCounter,
+    estimate_tokens,
+    price_table,
+    tool_tokens,
+)
 from ctxtrim.validate import Violation, repair, validate
 
 __all__ = [
@@ -73,6 +81,7 @@ __all__ = [
     "ContextStrategy",
     "CorruptRecordError",
     "CtxtrimError",
+    "ExactTokenCounter",
     "FitContextWindow",
     "FormatError",
     "HeadAndTail",
@@ -86,6 +95,7 @@ __all__ = [
     "InvalidTurnId",
     "KeepLastMessages",
     "KeepLastTurns",
+    "KeepRecentImages",
     "MemoryContextStore",
     "Message",
     "MessageLog",
@@ -113,6 +123,8 @@ __all__ = [
     "decode_messages",
     "encode_messages",
     "estimate_tokens",
+    "price_table",
     "repair",
+    "tool_tokens",
     "validate",
 ]

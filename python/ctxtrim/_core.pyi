@@ -21,9 +21,12 @@ __all__ = [
     "estimate_tokens",
     "frozen_json",
     "grapheme_floor",
+    "image_size",
+    "image_tokens",
     "join_renderings",
     "message_ok",
     "message_tokens",
+    "price_table",
     "repair_plan",
     "tool_result_ok",
     "tool_use_ok",
@@ -36,7 +39,22 @@ IMAGE_TOKENS: Final[int]
 
 def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),
-    priced as ``encoding`` (``"cl100k_base"`` or ``"o200k_base"``) does."""
+    priced as ``encoding`` (``"cl100k_base"``, ``"o200k_base"``, ``"anthropic"`` or a model
+    name such as ``"gpt-4o"``) does."""
+
+def price_table(name: str) -> str:
+    """The canonical name of the price table ``name`` selects (``"cl100k_base"``,
+    ``"o200k_base"``, ``"anthropic"``): an encoding or table name, or a model name such as
+    ``"gpt-4o"``. An unknown name raises ``ValueError``."""
+
+def image_size(data: bytes) -> tuple[int, int]:
+    """``(width, height)`` as the image's header (PNG, JPEG, GIF, WebP) states them;
+    ``ValueError`` saying why if it cannot be read."""
+
+def image_tokens(data: bytes, *, encoding: str = "cl100k_base", rule: str | None = None) -> int:
+    """Tokens of one image under ``rule`` (``"openai-high"``, ``"openai-low"``,
+    ``"anthropic"``) or the image rule of the price table ``encoding``; the flat
+    ``IMAGE_TOKENS`` if its header cannot be read."""
 
 def grapheme_floor(text: str, max_chars: int) -> int:
     """The largest ``n <= max_chars`` such that ``text[:n]`` ends between two extended

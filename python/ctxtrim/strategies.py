@@ -34,9 +34,9 @@ import msgspec
 from ctxtrim import _core
 from ctxtrim._text import clip_text
 from ctxtrim.errors import InvalidStrategy
-from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import MemoryContextStore
-from ctxtrim.tokens import TokenCounter, as_token_counter
+from ctxtrim.tokens import TokenCounter, as_token_counter, tool_tokens
 
 __all__ = [
     "SKIPPED_META_KEY",
@@ -49,6 +49,7 @@ __all__ = [
     "InvalidStrategy",
     "KeepLastMessages",
     "KeepLastTurns",
+    "KeepRecentImages",
     "Pipeline",
     "Source",
     "TrimReport",
@@ -584,6 +585,8 @@ class FitContextWindow(_CoreCut):
     plain ``str -> int`` callable as agentix takes (``FitContextWindow(8000, len)``), which
     prices a message as ``per_message_overhead`` + its texts + ``tokens_per_media`` per
     image + its tool names and JSON inputs (:class:`~ctxtrim.tokens.TextTokenCounter`).
+    ``tools`` are the tool definitions sent with every request: their tokens
+    (:func:`ctxtrim.tokens.tool_tokens`, counted once, here) are taken off the budget too.
     """
 
     def __init__(
@@ -596,6 +599,7 @@ class FitContextWindow(_CoreCut):
         tokens_per_media: int | None = None,
         pin_task: bool = True,
         start_with_user: bool = True,
+        tools: Sequence[object] = (),
     ) -> None:
         super().__init__(pin_task=pin_task, start_with_user=start_with_user)
         self.max_tokens = _check_int("max_tokens", max_tokens, 1)
@@ -612,18 +616,38 @@ class FitContextWindow(_CoreCut):
             )
         except (TypeError, ValueError) as e:
             raise InvalidStrategy(str(e)) from None
+        self.tools_tokens = _tools_tokens(
+            tools, self.counter, self.max_tokens - self.reserve_tokens
+        )
 
     _rule = "budget"
     _value = "budget"
 
     @property
     def budget(self) -> int:
-        """Tokens the kept history may use: ``max_tokens - reserve_tokens``."""
-        return self.max_tokens - self.reserve_tokens
+        """Tokens the kept history may use: ``max_tokens - reserve_tokens - tools_tokens``."""
+        return self.max_tokens - self.reserve_tokens - self.tools_tokens
 
     def __repr__(self) -> str:
         reserve = f", reserve_tokens={self.reserve_tokens}" if self.reserve_tokens else ""
         return f"FitContextWindow({self.max_tokens}{reserve}{self._options()})"
+
+
+def _tools_tokens(tools: Sequence[object], counter: TokenCounter | None, room: int) -> int:
+    """The tokens of the tool definitions ``tools``, checked to leave room for a history."""
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Sequence):
+        raise InvalidStrategy(
+            f"tools must be a sequence of tool definitions, got {type(tools).__name__}"
+        )
+    try:
+        n = tool_tokens(tools, counter=counter)
+    except TypeError as e:
+        raise InvalidStrategy(str(e)) from None
+    if n >= room:
+        raise InvalidStrategy(
+            f"the tool definitions take {n} tokens, leaving no room in a budget of {room}"
+        )
+    return n
 
 
 # ============================================================================================
@@ -799,6 +823,86 @@ class ClearToolResults(ContextStrategy):
                 return _unchanged(inp)
         out = [changed.get(i, m) for i, m in enumerate(messages)]
         return _Outcome(out, list(range(len(messages))), set(changed))
+
+
+class KeepRecentImages(ContextStrategy):
+    """Keep only the newest ``n`` images; older ones become a short text ``placeholder``
+    (Anthropic's computer-use reference agent does this: a screenshot per step is what
+    overflows first).
+
+    Images are counted over the whole history, newest first, in message content and in tool
+    results alike. With ``chunk`` > 1, images are removed only in multiples of ``chunk``
+    (between ``n`` and ``n + chunk - 1`` are kept), so the history's prefix — and the
+    provider's prompt cache — changes once every ``chunk`` images rather than every turn.
+    Nothing is dropped and no tool id changes, so it is pair-safe; a second run finds at
+    most ``n + chunk - 1`` images and changes nothing.
+    """
+
+    def __init__(self, n: int, *, placeholder: str = "[image removed]", chunk: int = 1) -> None:
+        self.n = _check_int("n", n, 0)
+        if not isinstance(placeholder, str) or not placeholder:
+            raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
+        self.placeholder = placeholder
+        self.chunk = _check_int("chunk", chunk, 1)
+
+    def __repr__(self) -> str:
+        chunk = f", chunk={self.chunk}" if self.chunk > 1 else ""
+        return f"KeepRecentImages({self.n}{chunk})"
+
+    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
+        """The messages that lose images, by index (empty when nothing changes)."""
+        where: list[int] = []  # the index of each image's message, oldest first
+        for i, m in enumerate(messages):
+            for block in m.content:
+                if type(block) is ImageBlock:
+                    where.append(i)
+                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+                    where.extend(i for item in block.content if type(item) is ImageBlock)
+        extra = len(where) - self.n
+        remove = extra - extra % self.chunk if extra > 0 else 0
+        if remove <= 0:
+            return {}
+        last = where[remove - 1]  # images of messages before it all go; of it, the oldest
+        left = remove
+        text = TextBlock(self.placeholder)
+        edits: dict[int, Message] = {}
+        for i in sorted(set(where[:remove])):
+            blocks: list[object] = []
+            for block in messages[i].content:
+                if type(block) is ImageBlock and left:
+                    blocks.append(text)
+                    left -= 1
+                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+                    items: list[object] = []
+                    for item in block.content:
+                        if type(item) is ImageBlock and left:
+                            items.append(text)
+                            left -= 1
+                        else:
+                            items.append(item)
+                    if items != list(block.content):
+                        block = msgspec.structs.replace(block, content=tuple(items))
+                    blocks.append(block)
+                else:
+                    blocks.append(block)
+            edits[i] = msgspec.structs.replace(messages[i], content=tuple(blocks))
+        assert left == 0 and max(edits) == last
+        return edits
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        # A plain list is scanned as it is: no log is built when nothing changes.
+        if type(source) is list:
+            edits = self._edits(source)
+            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
+        return None
+
+    def _run(self, inp: _Input) -> _Outcome:
+        messages = inp.messages
+        edits = self._edits(messages)
+        if not edits:
+            return _unchanged(inp)
+        out = [edits.get(i, m) for i, m in enumerate(messages)]
+        return _Outcome(out, list(range(len(messages))), set(edits))
 
 
 # ============================================================================================

@@ -1,25 +1,50 @@
-"""Token counting: the `TokenCounter` protocol and the built-in heuristic counter.
+"""Token counting: the `TokenCounter` protocol, the built-in heuristic counter, an exact
+counter for OpenAI's encodings, and the price of tool definitions.
 
 The Rust core estimates every message's tokens once, at append, and caches the count in the
 log (prefix sums make any range's total O(1)). An exact counter plugs in by implementing
 :class:`TokenCounter`; stores call ``count_message`` once per appended message and hand the
 result to the core, so no history is ever recounted.
+
+A *price table* says how texts and images are priced: ``"cl100k_base"`` (the default: GPT-4
+and older), ``"o200k_base"`` (GPT-4o, GPT-4.1, GPT-5, the o-series) — both pricing images by
+OpenAI's high-detail tiling — or ``"anthropic"`` (Claude: texts at cl100k's prices, images by
+Anthropic's formula). Wherever a table is named (``encoding=``), a model name works too:
+``"gpt-4o"``, ``"gpt-4.1-mini"``, ``"o3"``, ``"gpt-4"``, ``"claude-sonnet-4-5"``;
+:func:`price_table` says which table a name selects.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
 
 from ctxtrim import _core
+from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
-if TYPE_CHECKING:
-    from ctxtrim.messages import Message
+_json_encode = msgspec.json.encode
 
-__all__ = ["HeuristicTokenCounter", "TextTokenCounter", "TokenCounter", "estimate_tokens"]
+__all__ = [
+    "ExactTokenCounter",
+    "HeuristicTokenCounter",
+    "TextTokenCounter",
+    "TokenCounter",
+    "estimate_tokens",
+    "image_size",
+    "image_tokens",
+    "price_table",
+    "tool_tokens",
+]
 
 estimate_tokens = _core.estimate_tokens
+price_table = _core.price_table
+image_size = _core.image_size
+image_tokens = _core.image_tokens
 
 
 @runtime_checkable
@@ -41,20 +66,21 @@ class HeuristicTokenCounter:
     English words, digits, punctuation, whitespace, CJK and other scripts, and emoji are
     priced separately, so Chinese is not under-counted four times as the ``len(text) / 4``
     rule of thumb does. A message costs its texts plus a fixed overhead
-    (``_core.MESSAGE_OVERHEAD``), a flat ``_core.IMAGE_TOKENS`` per image, and its tool
-    names and JSON inputs.
+    (``_core.MESSAGE_OVERHEAD``), each image by its size (read from its header, priced by
+    the table's provider rule; ``_core.IMAGE_TOKENS`` if the header cannot be read), and its
+    tool names and JSON inputs.
 
     ``encoding`` picks the price table: ``"cl100k_base"`` (the default, GPT-4 and older;
-    it prices CJK highest, the safe side when trimming) or ``"o200k_base"`` (GPT-4o and
-    later, which spends ~30 % fewer tokens on Chinese, Japanese and Korean). The two agree
-    on English, code and JSON. An unknown name raises ``ValueError``.
+    it prices CJK highest, the safe side when trimming), ``"o200k_base"`` (GPT-4o and
+    later, which spends ~30 % fewer tokens on Chinese, Japanese and Korean), ``"anthropic"``,
+    or a model name (``"gpt-4o"``, ``"claude-…"``); ``self.encoding`` is the table's name. An
+    unknown name raises ``ValueError``.
     """
 
     __slots__ = ("encoding",)
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
-        _core.estimate_tokens("", encoding=encoding)  # validates the name now
-        self.encoding = encoding
+        self.encoding = _core.price_table(encoding)  # validates the name now
 
     def count_text(self, text: str) -> int:
         return _core.estimate_tokens(text, encoding=self.encoding)
@@ -176,3 +202,170 @@ def as_token_counter(
     return TextTokenCounter(
         text, per_message_overhead=per_message_overhead, tokens_per_media=tokens_per_media
     )
+
+
+#: Tokens OpenAI adds per chat message (``<|start|>{role}\n{content}<|end|>\n``), and for a
+#: message's ``name`` beyond the name itself (OpenAI's cookbook, "How to count tokens with
+#: tiktoken").
+OPENAI_TOKENS_PER_MESSAGE = 3
+OPENAI_TOKENS_PER_NAME = 1
+#: Tokens every reply is primed with (``<|start|>assistant<|message|>``): once per request,
+#: not per message, so no message carries it; reserve it with ``reserve_tokens``.
+OPENAI_REPLY_PRIMING = 3
+
+
+def _bpe_counter(name: str) -> tuple[Callable[[str], int], Callable[[str], int]]:
+    """Two functions counting a text's tokens under the encoding ``name`` (bpe-openai): one
+    for any text, and one for valid UTF-8 only (a message's texts: no lone surrogates)."""
+    try:
+        with warnings.catch_warnings():  # it reads its data with a deprecated importlib API
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = importlib.import_module("bpe_openai")
+            encoding = module.get_encoding(name)
+            encoding.encode_ordinary("load the vocabulary now")  # it loads lazily
+    except ImportError as e:
+        raise ImportError(
+            "ExactTokenCounter needs bpe-openai (OpenAI's tokenizers, offline): "
+            "pip install 'ctxtrim[exact]'"
+        ) from e
+    encode_ordinary: Callable[[str], list[int]] = encoding.encode_ordinary
+
+    def public(text: str) -> int:
+        return len(encode_ordinary(text))
+
+    # Its compiled tokenizer counts without building the list of ids (1.6x faster on a tool
+    # result) and takes texts of any length (`encode_ordinary` refuses 1M characters and
+    # more). It is not public API, so it is used only where present, and the public path
+    # takes what it refuses (texts with lone surrogates, which it replaces as tiktoken does).
+    count = getattr(getattr(encoding, "_backend", None), "count", None)
+    if not callable(count):
+        return public, public
+
+    def fast(text: str) -> int:
+        try:
+            return int(count(text))
+        except UnicodeEncodeError:
+            return public(text)
+
+    return fast, count
+
+
+class ExactTokenCounter:
+    """OpenAI's own count, offline: ``o200k_base`` or ``cl100k_base`` from the `bpe-openai
+    <https://pypi.org/project/bpe-openai/>`_ wheel, which ships the vocabulary files (tiktoken
+    downloads them at first use). Needs the extra: ``pip install 'ctxtrim[exact]'``.
+
+    ``encoding_or_model`` is an encoding (``"o200k_base"``, ``"cl100k_base"``) or an OpenAI
+    model name (``"gpt-4o"``, ``"gpt-4.1-mini"``, ``"o3"``, ``"gpt-4"``); a Claude model or
+    the ``"anthropic"`` table raises ``ValueError`` (Anthropic publishes no tokenizer: use
+    ``HeuristicTokenCounter("anthropic")``).
+
+    A message is counted as Chat Completions bills it (OpenAI's cookbook): each chat message
+    costs :data:`OPENAI_TOKENS_PER_MESSAGE` plus its role and content, and a ``name`` its
+    tokens plus :data:`OPENAI_TOKENS_PER_NAME`. A user message's tool results are separate
+    ``tool`` messages there, so each result costs a message's framing, ``"tool"`` and its
+    content, and the message's other blocks one user message. A tool call costs its name and
+    its arguments (compact JSON); an image its size under OpenAI's high-detail rule (as
+    :class:`HeuristicTokenCounter` prices it); reasoning blocks nothing (Chat Completions does
+    not send them back). Special-token text such as ``"<|endoftext|>"`` is counted as plain
+    text. Texts and tool calls are exact; the framing of tool calls is OpenAI's to choose
+    and not published, so it is not added.
+
+    The strategies, logs and stores call ``count_message`` once per message object and keep
+    the count with the message.
+    """
+
+    __slots__ = ("_count", "_roles", "_utf8", "encoding")
+
+    def __init__(self, encoding_or_model: str = "o200k_base") -> None:
+        table = _core.price_table(encoding_or_model)
+        if table not in ("o200k_base", "cl100k_base"):
+            raise ValueError(
+                f"ExactTokenCounter counts OpenAI's encodings; {encoding_or_model!r} selects "
+                f"the {table!r} price table, which has no public tokenizer "
+                f"(use HeuristicTokenCounter({encoding_or_model!r}))"
+            )
+        self.encoding = table
+        self._count, self._utf8 = _bpe_counter(table)
+        # Framing plus the role's tokens, per role (and "tool" for a tool result).
+        self._roles = {
+            role: OPENAI_TOKENS_PER_MESSAGE + self._count(role)
+            for role in ("system", "user", "assistant", "tool")
+        }
+
+    def count_text(self, text: str) -> int:
+        return self._count(text) if text else 0
+
+    def _result(self, content: str | tuple[TextBlock | ImageBlock, ...]) -> int:
+        """A tool result's content: a `tool` message's."""
+        if isinstance(content, str):
+            return self._roles["tool"] + (self._utf8(content) if content else 0)
+        n = self._roles["tool"]
+        for item in content:
+            if type(item) is TextBlock:
+                n += self._utf8(item.text) if item.text else 0
+            elif type(item) is ImageBlock:
+                n += image_tokens(item.data, encoding=self.encoding)
+        return n
+
+    def count_message(self, message: Message) -> int:
+        count = self._utf8  # a message's strings are valid UTF-8
+        n = 0  # the tool messages its tool results become
+        body = 0  # the chat message of its other blocks
+        others = False
+        for block in message.content:
+            kind = type(block)
+            if kind is TextBlock:
+                text = block.text  # type: ignore[union-attr]
+                body += count(text) if text else 0
+                others = True
+            elif kind is ToolResultBlock:
+                n += self._result(block.content)  # type: ignore[union-attr]
+            elif kind is ToolUseBlock:
+                body += count(block.name)  # type: ignore[union-attr]
+                body += count(_json_encode(block.input).decode())  # type: ignore[union-attr]
+                others = True
+            elif kind is ImageBlock:
+                body += image_tokens(block.data, encoding=self.encoding)  # type: ignore[union-attr]
+                others = True
+            else:  # reasoning: Chat Completions does not send it back
+                others = True
+        if others or not n:
+            results = n
+            n += self._roles[message.role] + body
+            name = message.name
+            if name is not None and not results:  # tool messages carry no name
+                n += count(name) + OPENAI_TOKENS_PER_NAME
+        return n
+
+    def __repr__(self) -> str:
+        return f"ExactTokenCounter({self.encoding!r})"
+
+
+def tool_tokens(
+    tools: Iterable[Mapping[str, Any] | object],
+    *,
+    counter: TokenCounter | None = None,
+    encoding: str = "cl100k_base",
+) -> int:
+    """Tokens a request's tool definitions take from the window: each definition as compact
+    JSON (a dict as the provider's API takes it, or any msgspec-encodable object), counted by
+    ``counter`` (``count_text``) or the estimate under ``encoding``.
+
+    OpenAI renders definitions to the model in its own, terser form and Anthropic adds a
+    system prompt of its own when tools are given, so this is an estimate on the side of
+    JSON's (usually higher) count; reserve more with ``reserve_tokens`` if the provider's
+    tool system prompt matters.
+    """
+    total = 0
+    for i, tool in enumerate(tools):
+        try:
+            text = msgspec.json.encode(tool).decode()
+        except (TypeError, msgspec.EncodeError) as e:
+            raise TypeError(f"tools[{i}] is not JSON-encodable: {e}") from None
+        total += (
+            counter.count_text(text)
+            if counter is not None
+            else estimate_tokens(text, encoding=encoding)
+        )
+    return total

@@ -7,7 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
@@ -240,6 +240,17 @@ fn for_each_item<'py>(
     }
 }
 
+/// Count an image block: priced by the size its header states (the flat price if its `data`
+/// is not bytes or its header cannot be read).
+fn tally_image(py: Python<'_>, block: &Bound<'_, PyAny>, tally: &mut TokenTally) -> PyResult<()> {
+    let data = block.getattr(intern!(py, "data"))?;
+    match data.cast::<PyBytes>() {
+        Ok(bytes) => tally.image_data(bytes.as_bytes()),
+        Err(_) => tally.image(),
+    }
+    Ok(())
+}
+
 /// Count a tool result's `content` (a string, or a sequence of text and image blocks).
 fn tally_result_content(
     py: Python<'_>,
@@ -262,7 +273,7 @@ fn tally_result_content(
                 |t| tally.text(t),
             )?;
         } else if ty.is(c.image.bind(py)) {
-            tally.image();
+            tally_image(py, &part, tally)?;
         } else {
             return Err(invalid_message(
                 "a tool result holds only text and image blocks",
@@ -415,7 +426,7 @@ fn walk_content(
                     })?);
             }
         } else if ty.is(c.image.bind(py)) {
-            tally.image();
+            tally_image(py, &block, tally)?;
         } else if ty.is(c.reasoning.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else {

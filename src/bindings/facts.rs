@@ -12,7 +12,8 @@
 //! It is correct because a message is immutable all the way down (its dicts are frozen copies).
 //!
 //! Token counts: the estimate under `cl100k_base` is read with the facts; under `o200k_base`
-//! on first use. An exact counter's count is kept per counter object (the facts hold a
+//! and `anthropic` on first use (images are priced by the size their header states, under the
+//! table's rule, so an image's header is read once per table). An exact counter's count is kept per counter object (the facts hold a
 //! reference to it), so `counter.count_message` runs once per message and counter.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,8 +37,9 @@ const UNKNOWN: u32 = u32::MAX;
 pub struct PyFacts {
     /// Role, tool ids, turn opening; `tokens` is the `cl100k_base` estimate.
     meta: Meta,
-    /// The `o200k_base` estimate, once asked for.
-    o200k: AtomicU32,
+    /// The estimates under the other price tables (`o200k_base`, `anthropic`), each once
+    /// asked for. Images are priced by their size within each, so their prices are here too.
+    others: [AtomicU32; 2],
     /// Exact counters' counts, by counter object.
     counted: Mutex<Vec<(Py<PyAny>, u32)>>,
 }
@@ -59,18 +61,18 @@ impl PyFacts {
         if let Some(counter) = counter {
             return self.counted(msg, counter);
         }
-        match encoding {
-            Encoding::Cl100k => Ok(self.meta.tokens),
-            Encoding::O200k => {
-                let known = self.o200k.load(Ordering::Relaxed);
-                if known != UNKNOWN {
-                    return Ok(known);
-                }
-                let tokens = tokens_of(msg, "message", encoding)?;
-                self.o200k.store(tokens, Ordering::Relaxed);
-                Ok(tokens)
-            }
+        let slot = match encoding {
+            Encoding::Cl100k => return Ok(self.meta.tokens),
+            Encoding::O200k => &self.others[0],
+            Encoding::Anthropic => &self.others[1],
+        };
+        let known = slot.load(Ordering::Relaxed);
+        if known != UNKNOWN {
+            return Ok(known);
         }
+        let tokens = tokens_of(msg, "message", encoding)?;
+        slot.store(tokens, Ordering::Relaxed);
+        Ok(tokens)
     }
 
     fn counted(&self, msg: &Bound<'_, PyAny>, counter: &Bound<'_, PyAny>) -> PyResult<u32> {
@@ -122,7 +124,7 @@ pub fn facts_of<'py>(
         py,
         PyFacts {
             meta,
-            o200k: AtomicU32::new(UNKNOWN),
+            others: [AtomicU32::new(UNKNOWN), AtomicU32::new(UNKNOWN)],
             counted: Mutex::new(Vec::new()),
         },
     )?;

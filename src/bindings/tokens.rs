@@ -47,3 +47,34 @@ pub fn message_tokens(
         .get()
         .tokens(message, encoding, counter)
 }
+
+/// The canonical name of the price table `name` selects (`"cl100k_base"`, `"o200k_base"`,
+/// `"anthropic"`): an encoding or table name, or a model name such as `"gpt-4o"`.
+#[pyfunction]
+pub fn price_table(name: &str) -> PyResult<&'static str> {
+    Ok(encoding_of(name)?.name())
+}
+
+/// `(width, height)` as the image's header (PNG, JPEG, GIF, WebP) states them; `ValueError`
+/// saying why if it cannot be read.
+#[pyfunction]
+pub fn image_size(data: &[u8]) -> PyResult<(u32, u32)> {
+    tokens::image::image_size(data)
+        .map(|s| (s.width, s.height))
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Tokens of one image under `rule` (`"openai-high"`, `"openai-low"`, `"anthropic"`), or the
+/// image rule of the price table `encoding` (default `cl100k_base`: OpenAI's high detail); the
+/// flat `IMAGE_TOKENS` if its header cannot be read.
+#[pyfunction]
+#[pyo3(signature = (data, *, encoding = None, rule = None), text_signature = "(data, *, encoding='cl100k_base', rule=None)")]
+pub fn image_tokens(data: &[u8], encoding: Option<&str>, rule: Option<&str>) -> PyResult<u32> {
+    let rule = match rule {
+        Some(r) => r.parse().map_err(PyValueError::new_err)?,
+        None => encoding
+            .map_or(Ok(Encoding::Cl100k), encoding_of)?
+            .image_rule(),
+    };
+    Ok(rule.price_data(data))
+}

@@ -46,6 +46,7 @@
 #[allow(unsafe_code)]
 mod classify;
 pub mod features;
+pub mod image;
 
 use features::Tally;
 pub use features::{Feature, Features};
@@ -54,12 +55,12 @@ pub use features::{Feature, Features};
 /// template (OpenAI documents 3 per message plus 3 to prime the reply; 4 rounds that up).
 pub const MESSAGE_OVERHEAD: u32 = 4;
 
-/// Flat price of one image.
+/// Flat price of one image whose size cannot be read from its header (see [`image`]).
 ///
 /// Providers price images by size: OpenAI's high-detail 1024×1024 image costs 765 tokens and a
 /// 2048×768 one 1105; Anthropic charges width×height/750, about 1,600 at its 1.15-megapixel
-/// limit and ~1,050 for an 800×1000 screenshot. The core does not see pixel sizes, so it takes
-/// 1,000, near the middle of common cases; an exact counter from Python can replace it.
+/// limit and ~1,050 for an 800×1000 screenshot. An image whose header cannot be read is priced
+/// at 1,000, near the middle of common cases.
 pub const IMAGE_TOKENS: u32 = 1_000;
 
 /// Tokens a tool call costs beyond its name and JSON input: the call id (ids like
@@ -248,22 +249,46 @@ fn units_with(text: &str, encoding: Encoding, classifier: classify::Classifier) 
     classifier.run(Estimate { text, encoding })
 }
 
-/// Which tokenizer the estimate imitates. They agree within a few percent on English, code
-/// and JSON, and disagree by 30–50 % on CJK.
+/// The price table: which tokenizer the text estimate imitates and which provider's rule
+/// prices images. OpenAI's two encodings agree within a few percent on English, code and
+/// JSON, and disagree by 30–50 % on CJK.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Encoding {
-    /// `cl100k_base` (GPT-4, GPT-3.5); also the safe default: it prices CJK highest, and
-    /// over-estimating is the safe side when trimming to a window.
+    /// `cl100k_base` (GPT-4, GPT-3.5), images at OpenAI's high detail; also the safe default:
+    /// it prices CJK highest, and over-estimating is the safe side when trimming to a window.
     #[default]
     Cl100k,
-    /// `o200k_base` (GPT-4o, o-series, GPT-4.1 and later).
+    /// `o200k_base` (GPT-4o, o-series, GPT-4.1 and later), images at OpenAI's high detail.
     O200k,
+    /// `anthropic` (Claude): texts at `cl100k_base`'s prices (Anthropic publishes no
+    /// tokenizer; cl100k's are the higher of the two, the safe side), images by Anthropic's
+    /// rule.
+    Anthropic,
 }
+
+/// Which price table each model family uses, by model-name prefix, the first match winning
+/// (so `gpt-4o` comes before `gpt-4`). The one place the mapping lives.
+const MODELS: &[(&str, Encoding)] = &[
+    ("gpt-4o", Encoding::O200k),
+    ("gpt-4.1", Encoding::O200k),
+    ("gpt-4.5", Encoding::O200k),
+    ("gpt-5", Encoding::O200k),
+    ("chatgpt-4o", Encoding::O200k),
+    ("o1", Encoding::O200k),
+    ("o3", Encoding::O200k),
+    ("o4", Encoding::O200k),
+    ("gpt-4", Encoding::Cl100k),
+    ("gpt-3.5", Encoding::Cl100k),
+    ("gpt-35", Encoding::Cl100k),
+    ("text-embedding-3", Encoding::Cl100k),
+    ("text-embedding-ada-002", Encoding::Cl100k),
+    ("claude", Encoding::Anthropic),
+];
 
 impl Encoding {
     pub(crate) const fn prices(self) -> &'static Prices {
         match self {
-            Self::Cl100k => &CL100K,
+            Self::Cl100k | Self::Anthropic => &CL100K,
             Self::O200k => &O200K,
         }
     }
@@ -271,32 +296,67 @@ impl Encoding {
     /// The prices as the vector path multiplies by them.
     pub(crate) fn byte_weights(self) -> &'static [ByteWeight; features::FEATURES] {
         match self {
-            Self::Cl100k => &CL100K_BYTES,
+            Self::Cl100k | Self::Anthropic => &CL100K_BYTES,
             Self::O200k => &O200K_BYTES,
         }
     }
 
-    /// The encoding's name as OpenAI spells it.
+    /// The rule images are priced by.
+    #[must_use]
+    pub const fn image_rule(self) -> image::ImageRule {
+        match self {
+            Self::Cl100k | Self::O200k => image::ImageRule::OpenAiHigh,
+            Self::Anthropic => image::ImageRule::Anthropic,
+        }
+    }
+
+    /// The table's name: the encoding's as OpenAI spells it, or `"anthropic"`.
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
             Self::Cl100k => "cl100k_base",
             Self::O200k => "o200k_base",
+            Self::Anthropic => "anthropic",
         }
+    }
+
+    /// The price table of a model, by its name (`"gpt-4o"`, `"gpt-4.1-mini"`, `"o3"`,
+    /// `"gpt-4"`, `"claude-sonnet-4-5"`; a provider prefix such as `"openai/"` and a
+    /// fine-tune's `"ft:"` are ignored), or `None` for a model it does not know.
+    #[must_use]
+    pub fn for_model(model: &str) -> Option<Self> {
+        let model = model.strip_prefix("ft:").unwrap_or(model);
+        let model = model.rsplit('/').next().unwrap_or(model);
+        MODELS
+            .iter()
+            .find(|(prefix, _)| {
+                model.strip_prefix(prefix).is_some_and(|rest| {
+                    // A whole name part: "o3" and "o3-mini", not "o300".
+                    rest.is_empty()
+                        || rest.starts_with(['-', '.', ':', '@'])
+                        || prefix.ends_with(|c: char| !c.is_ascii_digit())
+                })
+            })
+            .map(|&(_, encoding)| encoding)
     }
 }
 
 impl std::str::FromStr for Encoding {
     type Err = String;
 
-    /// `"cl100k_base"`/`"cl100k"` or `"o200k_base"`/`"o200k"`.
+    /// `"cl100k_base"`/`"cl100k"`, `"o200k_base"`/`"o200k"`, `"anthropic"`, or a model name
+    /// ([`Encoding::for_model`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "cl100k_base" | "cl100k" => Ok(Self::Cl100k),
             "o200k_base" | "o200k" => Ok(Self::O200k),
-            other => Err(format!(
-                "unknown encoding {other:?}: expected \"cl100k_base\" or \"o200k_base\""
-            )),
+            "anthropic" => Ok(Self::Anthropic),
+            other => Self::for_model(other).ok_or_else(|| {
+                format!(
+                    "unknown encoding or model {other:?}: expected \"cl100k_base\", \"o200k_base\", \
+                     \"anthropic\" or a model name such as \"gpt-4o\", \"gpt-4\", \"o3\" or \"claude-…\""
+                )
+            }),
         }
     }
 }
@@ -375,6 +435,12 @@ impl TokenTally {
     /// Adds one image at the flat [`IMAGE_TOKENS`] price.
     pub fn image(&mut self) {
         self.add(IMAGE_TOKENS);
+    }
+
+    /// Adds one image priced by its size, read from `data`'s header, under the table's image
+    /// rule ([`IMAGE_TOKENS`] if the header cannot be read).
+    pub fn image_data(&mut self, data: &[u8]) {
+        self.add(self.encoding.image_rule().price_data(data));
     }
 
     /// Adds a tool call: its name, its JSON input and [`TOOL_USE_OVERHEAD`].
