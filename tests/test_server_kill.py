@@ -27,7 +27,7 @@ import pytest
 from ctxtrim import ContextStore, Message
 from ctxtrim.errors import OutcomeUnknownError, StoreError
 
-from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
+from servers import Server, find_postgres, find_redis, postgres_server, redis_server, report
 
 WRITER = r"""
 import asyncio, random, sys
@@ -160,14 +160,15 @@ def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) ->
     return asyncio.run(go())
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.skipif(find_redis()[0] is None, reason=find_redis()[1])
 def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    server, url = redis_server(workdir)
+    server = redis_server(workdir)
+    url = server.url
     server.start()  # start() returns once the AOF is loaded (no LOADING replies after it)
     try:
         open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill", timeout=3)  # noqa: E731
@@ -190,7 +191,7 @@ def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
         server.stop()
 
 
-@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+@pytest.mark.skipif(find_postgres()[0] is None, reason=find_postgres()[1])
 def test_kill9_of_postgres_loses_no_acknowledged_append(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -198,7 +199,8 @@ def test_kill9_of_postgres_loses_no_acknowledged_append(
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    server, dsn = postgres_server(workdir)
+    server = postgres_server(workdir)
+    dsn = server.url
     server.start()
     try:
         open_store = lambda: PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)  # noqa: E731
