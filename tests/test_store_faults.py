@@ -158,6 +158,7 @@ def test_kill9_of_a_writer_loses_no_acknowledged_append(
     factory: Callable[[Path], Backend], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     backend: Any = factory(tmp_path)
+    open_store: Callable[[], Awaitable[ContextStore]]
     if backend.name == "redis":
         url, namespace = backend.url, backend.prefix
         from ctxtrim.stores.redis import RedisContextStore
@@ -180,7 +181,7 @@ def test_kill9_of_a_writer_loses_no_acknowledged_append(
             writer.kill()
             out, _ = writer.communicate()
             acked |= set(out.split("\n")[:-1])  # complete lines only
-            counts = check_history(open_store, acked)  # type: ignore[arg-type]
+            counts = check_history(open_store, acked)
         assert counts["acknowledged"] > 5
     finally:
         asyncio.run(backend.cleanup())
