@@ -582,8 +582,8 @@ impl RepairOp {
     fn key(&self) -> (usize, u8, usize) {
         match self {
             Self::InsertUserBefore { index } => (*index, 0, 0),
-            Self::DropResult { index, result_pos } => (*index, 1, *result_pos),
-            Self::RenameResult {
+            Self::DropResult { index, result_pos }
+            | Self::RenameResult {
                 index, result_pos, ..
             } => (*index, 1, *result_pos),
             Self::RenameToolUse { index, use_pos, .. } => (*index, 2, *use_pos),

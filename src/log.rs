@@ -383,11 +383,13 @@ impl<P: Clone> MessageLog<P> {
     }
 
     /// All entries in order.
+    #[must_use]
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
         self.s.entries.iter().map(|e| &**e)
     }
 
     /// Entries `start..end`, both clamped to the log (an empty range if `start >= end`).
+    #[must_use]
     pub fn range(
         &self,
         start: usize,

@@ -17,6 +17,7 @@ use unicode_segmentation::{GraphemeCursor, UnicodeSegmentation};
 /// caller may pass only the first `max_chars + 1` chars. Cost: a char count of `text`
 /// (vectorised in `core`), then work proportional to the cluster the cut falls in, found
 /// from the end — cheapest when `text` holds `max_chars + 1` chars.
+#[must_use]
 pub fn grapheme_floor(text: &str, max_chars: usize) -> usize {
     let total = text.chars().count();
     if total <= max_chars {

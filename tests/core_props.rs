@@ -1,10 +1,14 @@
 //! Property tests of the core: every boundary query agrees with a brute-force reading of its
 //! definition, snapshots and forks never see each other's changes, `replace_prefix` is a
 //! compare-and-swap, and applying a repair plan leaves nothing for `validate` to report.
+#![allow(
+    clippy::unwrap_used,
+    reason = "the brute-force reference readings are test code: a failed unwrap fails the test"
+)]
 
 use ctxtrim::boundary::PinnedHead;
 use ctxtrim::boundary::{repair_plan, validate, RepairOp};
-use ctxtrim::log::{Cut, LogError, MessageLog, StableCut};
+use ctxtrim::log::{Cut, Entry, LogError, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
 use ctxtrim::tail::decide_from_end;
 use ctxtrim::turn::TurnId;
@@ -293,7 +297,7 @@ fn view(log: &Log) -> View {
         payloads: log.iter().map(|e| e.payload).collect(),
         turns: log.iter().map(|e| e.turn.to_string()).collect(),
         metas: log.iter().map(|e| e.meta.clone()).collect(),
-        cum: log.iter().map(|e| e.cumulative_tokens()).collect(),
+        cum: log.iter().map(Entry::cumulative_tokens).collect(),
         safe: (0..=log.len() + 1).map(|i| log.is_safe_cut(i)).collect(),
         generation: log.generation(),
         current_turn: log.current_turn(),
@@ -335,10 +339,18 @@ fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
         {
             out.push(Meta::user(1));
         }
-        if !plan
+        if plan
             .iter()
             .any(|op| matches!(op, RepairOp::DropMessage { index } if *index == i))
         {
+            // Only a user message whose every result was dropped may go.
+            assert!(m.role == Role::User && !m.real_user && m.tool_uses.is_empty());
+            let dropped = plan
+                .iter()
+                .filter(|op| matches!(op, RepairOp::DropResult { index, .. } if *index == i))
+                .count();
+            assert_eq!(dropped, m.tool_results.len());
+        } else {
             let mut m = m.clone();
             let mut results: Vec<Option<Box<str>>> =
                 m.tool_results.iter().cloned().map(Some).collect();
@@ -362,14 +374,6 @@ fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
             }
             m.tool_results = results.into_iter().flatten().collect();
             out.push(m);
-        } else {
-            // Only a user message whose every result was dropped may go.
-            assert!(m.role == Role::User && !m.real_user && m.tool_uses.is_empty());
-            let dropped = plan
-                .iter()
-                .filter(|op| matches!(op, RepairOp::DropResult { index, .. } if *index == i))
-                .count();
-            assert_eq!(dropped, m.tool_results.len());
         }
         for op in plan {
             if let RepairOp::InsertResults {

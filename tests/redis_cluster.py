@@ -1,6 +1,7 @@
 """A real Redis Cluster on 127.0.0.1 for the tests: three masters with one replica each,
-``redis-server --cluster-enabled yes`` (AOF on, ``appendfsync always``, node timeout 1 s
-so a failover takes a few seconds), joined with ``redis-cli --cluster create``.
+``redis-server --cluster-enabled yes`` (``servers.redis_server``: AOF on, ``appendfsync
+always``; node timeout 1 s so a failover takes a few seconds), joined with
+``redis-cli --cluster create``.
 
 :func:`start_cluster` returns a :class:`Cluster` whose ``stop()`` kills every node;
 :class:`RedisClusterBackend` is a store backend (see ``store_backends.py``) on it.
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from ctxtrim import ContextStore
 
-from store_servers import REDIS_SERVER, Server, wait_for
+from servers import Server, redis_server, wait_for
 
 REDIS_CLI = shutil.which("redis-cli")
 
@@ -57,7 +58,7 @@ class Cluster:
         return [f"redis://127.0.0.1:{p}" for p in self.servers]
 
     def alive(self) -> list[int]:
-        return [p for p, s in self.servers.items() if s.proc is not None and s.proc.poll() is None]
+        return [p for p, s in self.servers.items() if s.running]
 
     def masters(self) -> list[int]:
         """Ports of the live nodes that say they are masters."""
@@ -79,22 +80,15 @@ class Cluster:
 
 
 def start_cluster(workdir: Path, masters: int = 3, replicas: int = 1) -> Cluster:
-    assert REDIS_SERVER is not None
     cluster = Cluster()
     try:
         for _ in range(masters * (1 + replicas)):
             port = _free_cluster_port()
-            node_dir = workdir / str(port)
-            node_dir.mkdir()
-            server = Server(
-                [
-                    REDIS_SERVER,
-                    *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(node_dir)),
-                    *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
-                    *("--cluster-enabled", "yes", "--cluster-node-timeout", "1000"),
-                    *("--cluster-config-file", f"nodes-{port}.conf"),
-                ],
-                port,
+            server = redis_server(
+                workdir / str(port),
+                *("--cluster-enabled", "yes", "--cluster-node-timeout", "1000"),
+                *("--cluster-config-file", f"nodes-{port}.conf"),
+                port=port,
             )
             server.start()
             cluster.servers[port] = server

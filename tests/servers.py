@@ -1,5 +1,5 @@
 """Throw-away Redis (>= 7) and PostgreSQL (>= 14) servers on 127.0.0.1: the one way the test
-suite, the kill -9 tests and ``scripts/services.sh`` start them.
+suite, the fault tests and ``scripts/services.sh`` start them.
 
 * :func:`find_redis` / :func:`find_postgres` locate the binaries (``PATH`` first, then
   Debian's ``/usr/lib/postgresql/*/bin``, newest first) and say why when there are none.
@@ -7,10 +7,16 @@ suite, the kill -9 tests and ``scripts/services.sh`` start them.
   its data under a given directory. Redis runs with AOF on and ``appendfsync always`` (a
   returned write survives ``kill -9``); PostgreSQL is ``initdb``'d with trust auth for the
   user ``postgres`` and, when we are root (``initdb`` refuses root), runs as that user.
-  A :class:`Server` can be started again after :meth:`Server.kill9` on the same data
-  (crash recovery); it is ready when it answers queries, not merely when its port is open.
+* A :class:`Server` runs in its own process group and is signalled whole
+  (:meth:`Server.kill9`, :meth:`Server.pause` / :meth:`Server.resume` for SIGSTOP/SIGCONT),
+  so a test can kill or freeze its private server and nothing else. It is ready when it
+  answers commands, not merely when its port is open: Redis past loading its AOF
+  (``INFO persistence`` says ``loading:0``), PostgreSQL past crash recovery (``pg_isready``).
+  It can be started again after :meth:`Server.kill9` on the same data (crash recovery).
 * :class:`Services` starts both for a test session (``tests/conftest.py``), unless
   ``CTXTRIM_REDIS_URL`` / ``CTXTRIM_POSTGRES_DSN`` already point at servers.
+* :func:`report` prints a fault test's counts (acknowledged, lost, duplicated,
+  unknown-outcome) into the pytest run, whatever the capture mode.
 
 Run as a script (``python tests/servers.py start`` / ``stop DIR``, which is what
 ``scripts/services.sh`` does) it starts detached servers and prints the ``export`` lines.
@@ -34,12 +40,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    import pytest
 
 REDIS_MIN = 7
 POSTGRES_MIN = 14
 REDIS_VAR = "CTXTRIM_REDIS_URL"
 POSTGRES_VAR = "CTXTRIM_POSTGRES_DSN"
 AS_ROOT = os.geteuid() == 0
+_T = TypeVar("_T")
 
 
 class ServerError(RuntimeError):
@@ -78,6 +89,7 @@ def _version(argv: list[str]) -> tuple[int, ...] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+@functools.cache
 def find_redis() -> tuple[str | None, str]:
     """``(path to redis-server, "")`` or ``(None, why not)``."""
     path = shutil.which("redis-server")
@@ -89,6 +101,7 @@ def find_redis() -> tuple[str | None, str]:
     return path, ""
 
 
+@functools.cache
 def find_postgres() -> tuple[Path | None, str]:
     """``(the bin dir holding postgres, initdb and pg_isready, "")`` or ``(None, why not)``."""
     dirs = [Path(p).parent for p in (shutil.which("postgres"), shutil.which("initdb")) if p]
@@ -123,19 +136,64 @@ def _user_exists(name: str) -> bool:
         return False
 
 
-def redis_ping(port: int) -> bool:
-    """The server answers PING with PONG (not ``-LOADING`` while it replays its AOF)."""
+def redis_loaded(port: int) -> bool:
+    """The server answers commands: ``INFO persistence`` says ``loading:0`` (a restart
+    replays the AOF first, and until then every data command gets ``-LOADING``). Spoken
+    in RESP over a plain socket, so that it needs no driver."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64).startswith(b"+PONG")
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"*2\r\n$4\r\nINFO\r\n$11\r\npersistence\r\n")
+            reply = b""
+            while not reply.startswith(b"-") and (
+                b"\r\n" not in reply or len(reply) < _bulk_end(reply)
+            ):
+                chunk = s.recv(4096)
+                if not chunk:
+                    return False
+                reply += chunk
     except OSError:
         return False
+    if not reply.startswith(b"$"):
+        return False  # an error reply: -LOADING, or the server is not Redis
+    fields = dict(
+        line.split(":", 1) for line in reply.decode(errors="replace").splitlines() if ":" in line
+    )
+    return fields.get("loading") == "0" and fields.get("async_loading", "0") == "0"
+
+
+def _bulk_end(reply: bytes) -> int:
+    """How long a RESP bulk string reply (``$<n>\\r\\n<n bytes>\\r\\n``) is in all."""
+    head, _, _ = reply.partition(b"\r\n")
+    try:
+        return len(head) + 2 + int(head[1:]) + 2
+    except ValueError:
+        return 0
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 @dataclass
 class Server:
-    """A server process in its own process group (so SIGKILL takes every child too)."""
+    """A server process in its own process group, signalled whole."""
 
     argv: list[str]
     port: int
@@ -151,6 +209,8 @@ class Server:
         return Path(self.argv[0]).name
 
     def start(self, timeout: float = 60) -> None:
+        """Start it and return once it answers commands (:class:`ServerError` with the tail
+        of its log if it exits or is not ready within ``timeout`` seconds)."""
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -163,25 +223,54 @@ class Server:
         end = time.monotonic() + timeout
         while not self.ready():
             if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
+                self.kill9()
                 tail = self.log.read_text(errors="replace")[-2000:]
                 raise ServerError(f"{self.name} on port {self.port} did not start:\n{tail}")
             time.sleep(0.05)
 
-    def kill9(self) -> None:
-        """SIGKILL the server and every process of its group; wait until the port is closed."""
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int) -> None:
+        """Signal the server, its process group and every process under it. PostgreSQL
+        backends call ``setsid()``, so the process group alone would miss them; the
+        descendants are listed before any signal, while they are still its children."""
         assert self.proc is not None
+        if self.proc.poll() is not None:
+            return  # reaped: its pid may belong to someone else now
+        pids = [self.proc.pid, *_descendants(self.proc.pid)]
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(self.proc.pid, sig)
         except ProcessLookupError:
             pass
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill9(self) -> None:
+        """SIGKILL the server and every process under it; wait until the port is closed."""
+        assert self.proc is not None
+        self.signal(signal.SIGCONT)  # a stopped process dies on SIGKILL too; be explicit
+        self.signal(signal.SIGKILL)
         self.proc.wait(timeout=30)
         wait_for(lambda: not answers(self.port), f"{self.name} shutdown", 10)
 
+    def pause(self) -> None:
+        """SIGSTOP: the kernel still accepts connections and data, nothing answers."""
+        self.signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self.signal(signal.SIGCONT)
+
     def stop(self) -> None:
-        """A clean shutdown (SIGKILL after 30 s)."""
-        if self.proc is None or self.proc.poll() is not None:
+        """A clean shutdown (resumed first if paused; SIGKILL after 30 s)."""
+        if not self.running:
             return
+        assert self.proc is not None
+        self.signal(signal.SIGCONT)
         try:
             os.kill(self.proc.pid, self.stop_signal)
             self.proc.wait(timeout=30)
@@ -199,28 +288,44 @@ def _own_dir(path: Path, user: str | None) -> Path:
     return path
 
 
-def redis_server(workdir: Path, binary: str, port: int | None = None) -> Server:
-    """A Redis server keeping its AOF in ``workdir`` (not started)."""
+def _found(find: Callable[[], tuple[_T | None, str]]) -> _T:
+    binary, why = find()
+    if binary is None:
+        raise ServerError(why)
+    return binary
+
+
+def redis_server(
+    workdir: Path, *extra: str, binary: str | None = None, port: int | None = None
+) -> Server:
+    """A Redis server keeping its AOF in ``workdir`` (not started); ``extra`` arguments go
+    to ``redis-server`` (e.g. ``--cluster-enabled yes``)."""
+    binary = binary or _found(find_redis)
     port = port or free_port()
     workdir.mkdir(parents=True, exist_ok=True)
     return Server(
         [
             binary,
             *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(workdir)),
-            *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
+            *("--save", "", "--appendonly", "yes", "--appendfsync", "always", *extra),
             # A default Debian /etc/redis config is never read: no file argument.
         ],
         port=port,
         url=f"redis://127.0.0.1:{port}/0",
         log=workdir / "redis.log",
-        ready=lambda: redis_ping(port),
+        ready=lambda: redis_loaded(port),
     )
 
 
-def postgres_server(workdir: Path, binary: Path, port: int | None = None) -> Server:
-    """A PostgreSQL server on a fresh cluster in ``workdir/data`` (``initdb`` runs now; the
-    server is not started). ``binary`` is the bin dir :func:`find_postgres` found."""
-    bindir = binary
+def postgres_server(
+    workdir: Path, *, binary: Path | None = None, port: int | None = None
+) -> Server:
+    """A PostgreSQL server on a cluster in ``workdir/data`` (``initdb`` runs now unless the
+    cluster exists; the server is not started). ``binary`` is the bin dir
+    :func:`find_postgres` finds. When we are root the server runs as ``postgres``, so
+    ``workdir`` is made theirs (it must not be under a directory they cannot enter, such as
+    pytest's ``tmp_path``)."""
+    bindir = binary or _found(find_postgres)
     port = port or free_port()
     user = "postgres" if AS_ROOT else None
     _own_dir(workdir, user)
@@ -260,6 +365,35 @@ def postgres_server(workdir: Path, binary: Path, port: int | None = None) -> Ser
     )
 
 
+def report(
+    request: pytest.FixtureRequest,
+    test: str,
+    backend: str,
+    *,
+    acknowledged: int,
+    lost: int,
+    duplicated: int,
+    unknown: int,
+    **more: int,
+) -> None:
+    """One line of a fault test's counts in the run's output (shown even when output is
+    captured). ``unknown`` counts calls whose outcome the client could not know (a writer
+    killed mid-call, ``OutcomeUnknownError``)."""
+    extra = "".join(f" {k}={v}" for k, v in more.items())
+    line = (
+        f"fault counts [{test}/{backend}]: acknowledged={acknowledged} lost={lost}"
+        f" duplicated={duplicated} unknown-outcome={unknown}{extra}"
+    )
+    plugins = request.config.pluginmanager
+    reporter = plugins.get_plugin("terminalreporter")
+    capture = plugins.get_plugin("capturemanager")
+    if reporter is None or capture is None:  # pragma: no cover - pytest without them
+        print(line)
+        return
+    with capture.global_and_fixture_disabled():  # what capsys.disabled() does
+        reporter.write_line(line)
+
+
 @dataclass
 class Services:
     """The session's Redis and PostgreSQL: started here, or given by the environment."""
@@ -287,7 +421,7 @@ class Services:
             if found is None:
                 self.missing[var] = why
             else:
-                wanted.append((var, functools.partial(make, binary=found)))
+                wanted.append((var, make))  # which finds the same binary (cached)
         if not wanted:
             return self
         self.workdir = Path(tempfile.mkdtemp(prefix="ctxtrim-services-"))

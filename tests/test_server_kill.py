@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,9 @@ import pytest
 from ctxtrim import ContextStore, Message
 from ctxtrim.errors import OutcomeUnknownError, StoreError
 
-from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
+from servers import Server, find_postgres, find_redis, postgres_server, redis_server, report
+
+StoreFactory = Callable[[], Awaitable[ContextStore]]
 
 WRITER = r"""
 import asyncio, random, sys
@@ -103,7 +105,7 @@ def run_rounds(
 
 
 def check_typed_error_when_the_server_dies(
-    server: Server, store_factory: Callable[[], ContextStore], driver_error: type[BaseException]
+    server: Server, store_factory: StoreFactory, driver_error: type[BaseException]
 ) -> None:
     """A store whose server is SIGKILLed under it raises a typed error (the driver's error
     as the cause) on its next calls, instead of a driver exception or a hang: a read
@@ -111,7 +113,7 @@ def check_typed_error_when_the_server_dies(
     ``OutcomeUnknownError`` (the client cannot tell whether the dying server ran it)."""
 
     async def go() -> None:
-        store = await store_factory()  # type: ignore[misc]
+        store = await store_factory()
         await store.get_history()
         server.kill9()
         with pytest.raises((StoreError, OutcomeUnknownError)) as err:
@@ -126,11 +128,11 @@ def check_typed_error_when_the_server_dies(
     server.start()
 
 
-def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) -> dict[str, int]:
+def check_history(store_factory: StoreFactory, acked: set[str]) -> dict[str, int]:
     """Check the stored history against the acknowledged batches; return the counts."""
 
     async def go() -> dict[str, int]:
-        store = await store_factory()  # type: ignore[misc]
+        store = await store_factory()
         try:
             history = await store.get_history()  # every payload's CRC is checked here
         finally:
@@ -160,37 +162,41 @@ def check_history(store_factory: Callable[[], ContextStore], acked: set[str]) ->
     return asyncio.run(go())
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.skipif(find_redis()[0] is None, reason=find_redis()[1])
 def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    server, url = redis_server(workdir)
+    server = redis_server(workdir)
+    url = server.url
     server.start()  # start() returns once the AOF is loaded (no LOADING replies after it)
     try:
-        open_store = lambda: RedisContextStore.open(url, "victim", prefix="kill", timeout=3)  # noqa: E731
+
+        def open_store() -> Awaitable[ContextStore]:
+            return RedisContextStore.open(url, "victim", prefix="kill", timeout=3)
+
         counts = run_rounds(
             server,
             "redis",
             url,
             rounds=5,
-            check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
+            check=lambda acked: check_history(open_store, acked),
         )
         report(request, "server kill -9 x5 (batches)", "redis", **counts)
         import redis.exceptions
 
         check_typed_error_when_the_server_dies(
             server,
-            open_store,  # type: ignore[arg-type]
+            open_store,
             redis.exceptions.ConnectionError,
         )
     finally:
         server.stop()
 
 
-@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+@pytest.mark.skipif(find_postgres()[0] is None, reason=find_postgres()[1])
 def test_kill9_of_postgres_loses_no_acknowledged_append(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -198,23 +204,27 @@ def test_kill9_of_postgres_loses_no_acknowledged_append(
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    server, dsn = postgres_server(workdir)
+    server = postgres_server(workdir)
+    dsn = server.url
     server.start()
     try:
-        open_store = lambda: PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)  # noqa: E731
+
+        def open_store() -> Awaitable[ContextStore]:
+            return PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)
+
         counts = run_rounds(
             server,
             "postgres",
             dsn,
             rounds=3,
-            check=lambda acked: check_history(open_store, acked),  # type: ignore[arg-type]
+            check=lambda acked: check_history(open_store, acked),
         )
         report(request, "server kill -9 x3 (batches)", "postgres", **counts)
         import psycopg
 
         check_typed_error_when_the_server_dies(
             server,
-            open_store,  # type: ignore[arg-type]
+            open_store,
             psycopg.OperationalError,
         )
     finally:

@@ -24,11 +24,12 @@ import pytest
 from ctxtrim import Message, OutcomeUnknownError, StoreError
 
 from redis_cluster import REDIS_CLI, Cluster, RedisClusterBackend, start_cluster
-from store_servers import REDIS_SERVER, report
+from servers import find_redis, report
 
 pytestmark = [
     pytest.mark.skipif(
-        REDIS_SERVER is None or REDIS_CLI is None, reason="redis-server/redis-cli not installed"
+        find_redis()[0] is None or REDIS_CLI is None,
+        reason=find_redis()[1] or "redis-cli is not installed",
     ),
 ]
 pytest.importorskip("redis", reason="the redis extra is not installed")

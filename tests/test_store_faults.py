@@ -25,8 +25,8 @@ import pytest
 
 from ctxtrim import ContextStore, Message, OutcomeUnknownError, StaleGenerationError, StoreError
 
+from servers import Server, find_postgres, find_redis, postgres_server, redis_server, report
 from store_backends import PERSISTENT_BACKENDS, Backend, opened
-from store_servers import PG_BINS, REDIS_SERVER, Server, postgres_server, redis_server, report
 from test_server_kill import check_history, start_writer
 
 TIMEOUT = 1.5  # the store's bound in these tests
@@ -106,14 +106,15 @@ async def _stopped_server_round(server: Server, open_store: Opener) -> dict[str,
         await store.close()
 
 
-@pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+@pytest.mark.skipif(find_redis()[0] is None, reason=find_redis()[1])
 def test_a_stopped_redis_gives_typed_errors_within_the_timeout(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     from ctxtrim.stores.redis import RedisContextStore
 
-    server, url = redis_server(workdir)
+    server = redis_server(workdir)
+    url = server.url
     server.start()
     try:
         counts = asyncio.run(
@@ -127,14 +128,15 @@ def test_a_stopped_redis_gives_typed_errors_within_the_timeout(
     report(request, "server SIGSTOP", "redis", **counts)
 
 
-@pytest.mark.skipif(not PG_BINS, reason="PostgreSQL server binaries are not installed")
+@pytest.mark.skipif(find_postgres()[0] is None, reason=find_postgres()[1])
 def test_a_stopped_postgres_gives_typed_errors_within_the_timeout(
     workdir: Path, request: pytest.FixtureRequest
 ) -> None:
     pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
     from ctxtrim.stores.postgres import PostgresContextStore
 
-    server, dsn = postgres_server(workdir)
+    server = postgres_server(workdir)
+    dsn = server.url
     server.start()
     try:
         counts = asyncio.run(
@@ -156,6 +158,7 @@ def test_kill9_of_a_writer_loses_no_acknowledged_append(
     factory: Callable[[Path], Backend], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     backend: Any = factory(tmp_path)
+    open_store: Callable[[], Awaitable[ContextStore]]
     if backend.name == "redis":
         url, namespace = backend.url, backend.prefix
         from ctxtrim.stores.redis import RedisContextStore
@@ -178,7 +181,7 @@ def test_kill9_of_a_writer_loses_no_acknowledged_append(
             writer.kill()
             out, _ = writer.communicate()
             acked |= set(out.split("\n")[:-1])  # complete lines only
-            counts = check_history(open_store, acked)  # type: ignore[arg-type]
+            counts = check_history(open_store, acked)
         assert counts["acknowledged"] > 5
     finally:
         asyncio.run(backend.cleanup())

@@ -36,6 +36,7 @@ from ctxtrim import (
 )
 from ctxtrim.stores.sqlite import SCHEMA_VERSION
 
+from servers import report
 from store_backends import (
     PERSISTENT_BACKENDS,
     Backend,
@@ -45,7 +46,6 @@ from store_backends import (
     read_worker,
     sqlite_backend,
 )
-from store_servers import report
 
 SPAWN = multiprocessing.get_context("spawn")
 

@@ -416,7 +416,7 @@ fn walk_content(
                     )
                 })?;
                 with_str(&block, intern!(py, "name"), bpath, |name| {
-                    tally.tool_use(name, json)
+                    tally.tool_use(name, json);
                 })
             })?;
             if let Some(ids) = ids.as_deref_mut() {
@@ -471,7 +471,7 @@ fn items_of<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>
 }
 
 fn counts_of(tokens: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Option<Vec<u32>>> {
-    let counts: Option<Vec<u32>> = tokens.map(|t| t.extract()).transpose()?;
+    let counts: Option<Vec<u32>> = tokens.map(PyAnyMethods::extract).transpose()?;
     if let Some(counts) = &counts {
         if counts.len() != n {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(

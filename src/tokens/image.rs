@@ -167,6 +167,8 @@ fn webp(d: &[u8]) -> Result<(u32, u32), HeaderError> {
     }
 }
 
+// The segment walk names bytes as the JPEG spec does (marker, length, ...) in short names.
+#[allow(clippy::many_single_char_names)]
 fn jpeg(d: &[u8]) -> Result<(u32, u32), HeaderError> {
     let t = HeaderError::Truncated;
     let mut i = 2;
@@ -322,7 +324,7 @@ mod tests {
         let mut lossy = b"RIFF\0\0\0\0WEBPVP8 \0\0\0\0\0\0\0\x9d\x01\x2a".to_vec();
         lossy.extend_from_slice(&[0x00, 0x05, 0x20, 0x43]); // 1280; 800 with scale bits set
         assert_eq!(image_size(&lossy), Ok(size(1280, 800)));
-        let bits: u32 = (99) | (49 << 14); // 100 × 50
+        let bits: u32 = 99 + (49 << 14); // width - 1 = 99, height - 1 = 49: 100 × 50
         let mut lossless = b"RIFF\0\0\0\0WEBPVP8L\0\0\0\0\x2f".to_vec();
         lossless.extend_from_slice(&bits.to_le_bytes());
         assert_eq!(image_size(&lossless), Ok(size(100, 50)));
