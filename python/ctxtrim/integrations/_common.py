@@ -167,17 +167,21 @@ def budget_window(
     counter = skeletons.counts if counter is None else counter
     h = min(n, 8)
     r = 256
+
+    def decide(sk: list[Any]) -> tuple[Ranges, bool, bool]:
+        return _core.cut_window(
+            sk,
+            "budget",
+            budget,
+            pin_task=pin_task,
+            start_with_user=start_with_user,
+            counter=counter,
+        )
+
     while True:
         if h + r >= n:
             sk = skeletons.of(objs)
-            ranges, unchanged, over = _core.cut_window(
-                sk,
-                "budget",
-                budget,
-                pin_task=pin_task,
-                start_with_user=start_with_user,
-                counter=counter,
-            )
+            ranges, unchanged, over = decide(sk)
             skeletons.trim(objs)
             return ranges, unchanged, over
         head = skeletons.of(objs[:h])
@@ -188,14 +192,7 @@ def budget_window(
             h *= 4  # the pinned head may go on past what was read
             continue
         sk = head + tail
-        ranges, unchanged, over = _core.cut_window(
-            sk,
-            "budget",
-            budget,
-            pin_task=pin_task,
-            start_with_user=start_with_user,
-            counter=counter,
-        )
+        ranges, unchanged, over = decide(sk)
         if not ranges:  # nothing kept at all: let the whole list decide
             r = n
             continue
