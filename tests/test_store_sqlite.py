@@ -308,10 +308,11 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _sqlite_threads() -> set[int | None]:
-    """The SQLite worker threads alive now (by id: a worker left by an earlier test may end
-    at any moment, when the GC closes its connection, so tests compare sets, not counts)."""
-    return {t.ident for t in threading.enumerate() if t.name.startswith("ctxtrim-sqlite")}
+def _sqlite_threads() -> set[threading.Thread]:
+    """The SQLite worker threads alive now. A worker left by an earlier test may end at any
+    moment, when the GC closes its connection, so tests compare sets, not counts; and sets of
+    thread objects, not idents, because a new thread may reuse a dead one's ident."""
+    return {t for t in threading.enumerate() if t.name.startswith("ctxtrim-sqlite")}
 
 
 async def _wait_for(condition: Callable[[], bool]) -> None:
