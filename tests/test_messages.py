@@ -226,6 +226,76 @@ def test_tool_results_constructor() -> None:
     assert Message.tool_results.__doc__ and "tool results" in Message.tool_results.__doc__
 
 
+_TEXTS = st.sampled_from(["", "hi", "caf\u00e9", "\ud800", "a\udfffb"]) | st.text(max_size=5)
+_VALUES = st.one_of(
+    _TEXTS, st.none(), st.integers(-2, 2), st.booleans(), st.just({"k": [1]}), st.just({1: 2})
+)
+_OPTIONS = st.dictionaries(
+    st.sampled_from(["id", "turn", "name", "usage", "meta", "bogus"]),
+    st.one_of(
+        _VALUES,
+        st.sampled_from(["u1", "a7", "x1", "u99999999999"]),
+        st.just(Usage(input_tokens=1)),
+    ),
+    max_size=2,
+)
+_CALLS = st.one_of(
+    st.tuples(_VALUES, _VALUES, _VALUES),
+    st.tuples(_VALUES, _VALUES),
+    st.just(ToolUseBlock("t9", "ls", {})),
+    _VALUES,
+)
+_RESULTS = st.one_of(
+    st.tuples(_VALUES, _VALUES),
+    st.tuples(_VALUES, _VALUES, _VALUES),
+    st.tuples(_VALUES, st.just([TextBlock("x")])),
+    st.just(ToolResultBlock("t9", "ok")),
+    _VALUES,
+)
+
+
+def _outcome(make: Any, *args: Any, **kwargs: Any) -> Any:
+    """What a constructor call gives: the message, or the error's type, text and path."""
+    try:
+        return make(*args, **kwargs)
+    except Exception as e:  # the comparison is of every outcome, errors included
+        return (type(e), str(e), getattr(e, "path", None))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    content=st.one_of(_VALUES, st.lists(st.one_of(_TEXTS, st.just(TextBlock("b"))), max_size=2)),
+    calls=st.one_of(st.lists(_CALLS, max_size=3), st.tuples(_CALLS), st.none(), st.just(())),
+    results=st.one_of(st.lists(_RESULTS, max_size=3), st.lists(st.lists(_RESULTS, max_size=2))),
+    options=_OPTIONS,
+)
+def test_fast_constructors_build_what_the_python_ones_build(
+    content: Any, calls: Any, results: Any, options: dict[str, Any]
+) -> None:
+    """The constructors run in the core for their common forms and hand the rest to the
+    Python ones: either way the result, or the error with its path, is the same."""
+    from ctxtrim import messages as m
+
+    assert _outcome(Message.user, content, **options) == _outcome(
+        m._user, Message, content, **options
+    )
+    kw = dict(options) if calls is None else {**options, "tool_uses": calls}
+    assert _outcome(Message.assistant, content, **kw) == _outcome(
+        m._assistant, Message, content, **kw
+    )
+    assert _outcome(Message.tool_results, *results, **options) == _outcome(
+        m._tool_results, Message, *results, **options
+    )
+
+
+def test_assistant_content_none_is_no_text() -> None:
+    """Providers send ``"content": null`` beside tool calls; passing it through works."""
+    call = ("t1", "ls", {})
+    assert Message.assistant(None, tool_uses=[call]) == Message.assistant(tool_uses=[call])
+    with invalid("content"):
+        Message.user(None)  # type: ignore[arg-type]
+
+
 def test_properties() -> None:
     call1, call2 = ToolUseBlock("t1", "a", {}), ToolUseBlock("t2", "b", {"x": 1})
     a = Message.assistant(

@@ -4,9 +4,9 @@ Use the ``ctxtrim`` package rather than this module directly.
 """
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, TypeVar, final
 
-from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "TurnCounter",
     "TurnId",
     "__version__",
+    "chat_fast",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -24,14 +25,20 @@ __all__ = [
     "image_size",
     "image_tokens",
     "join_renderings",
-    "message_ok",
+    "message_assistant",
+    "message_post_init",
     "message_tokens",
+    "message_tool_results",
+    "message_user",
     "price_table",
     "repair_plan",
-    "tool_result_ok",
-    "tool_use_ok",
+    "text_post_init",
+    "tool_result_post_init",
+    "tool_use_post_init",
     "validate_messages",
 ]
+
+_M = TypeVar("_M", bound=Message)
 
 __version__: Final[str]
 MESSAGE_OVERHEAD: Final[int]
@@ -90,14 +97,64 @@ def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is
     frozen throughout already, or ``None`` (then the Python checks decide)."""
 
-def message_ok(message: Message) -> bool:
-    """Whether a ``Message``'s fields pass every construction check (its meta frozen)."""
+def chat_fast(
+    loads: Callable[[str], Any],
+    dumps: Callable[[Any], str],
+    raw_key: str,
+    msg: object,
+) -> Message | ToolResultBlock | None:
+    """One Chat Completions message in a common shape, read without the general reader (a
+    ``ToolResultBlock`` for a ``tool`` message), or ``None``."""
 
-def tool_use_ok(block: ToolUseBlock) -> bool:
-    """Whether a ``ToolUseBlock`` passes every construction check (its input frozen)."""
+def message_post_init(message: Message) -> None:
+    """``Message.__post_init__``: every check at once (meta frozen), else ``Message._check``."""
 
-def tool_result_ok(block: ToolResultBlock) -> bool:
-    """Whether a ``ToolResultBlock`` passes every construction check."""
+def text_post_init(block: TextBlock) -> None:
+    """``TextBlock.__post_init__``."""
+
+def tool_use_post_init(block: ToolUseBlock) -> None:
+    """``ToolUseBlock.__post_init__`` (its input frozen)."""
+
+def tool_result_post_init(block: ToolResultBlock) -> None:
+    """``ToolResultBlock.__post_init__``."""
+
+def message_user(
+    cls: type[_M],
+    content: str | Sequence[Block | str],
+    *,
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> _M:
+    """``Message.user``: a user message from a string or a sequence of blocks."""
+
+def message_assistant(
+    cls: type[_M],
+    content: str | Sequence[Block | str] | None = "",
+    *,
+    tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> _M:
+    """``Message.assistant``: its text (``None`` is no text), then the tool calls."""
+
+def message_tool_results(
+    cls: type[_M],
+    *results: ToolResultBlock
+    | tuple[str, str | Sequence[Block]]
+    | tuple[str, str | Sequence[Block], bool]
+    | list[Any],
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> _M:
+    """``Message.tool_results``: a user message carrying tool results."""
 
 @final
 class MessageFacts:

@@ -61,7 +61,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, overload
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -276,7 +276,10 @@ class TextBlock(_BlockBase, frozen=True, tag="text"):
 
     text: str
 
-    def __post_init__(self) -> None:
+    # Checks in the core, with no Python frame; ``_check`` names the problem.
+    __post_init__ = _core.text_post_init  # type: ignore[misc]  # a function of the core, not a method
+
+    def _check(self) -> None:
         _check_str(self.text, "text")
 
 
@@ -311,9 +314,11 @@ class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
     name: str
     input: dict[str, Any]
 
-    def __post_init__(self) -> None:
-        if _core.tool_use_ok(self):  # every check at once (and input frozen)
-            return
+    # Every check at once in the core, ``input`` frozen, no Python frame; ``_check`` names the
+    # problem.
+    __post_init__ = _core.tool_use_post_init  # type: ignore[misc]  # a function of the core, not a method
+
+    def _check(self) -> None:
         _check_nonempty_str(self.id, "id")
         _check_nonempty_str(self.name, "name")
         frozen = _frozen_json_dict(self.input, "input")
@@ -337,9 +342,10 @@ class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
     is_error: bool = False
     compact_summary: str | None = None
 
-    def __post_init__(self) -> None:
-        if _core.tool_result_ok(self):  # every check at once; else name the problem
-            return
+    # Every check at once in the core, no Python frame; ``_check`` names the problem.
+    __post_init__ = _core.tool_result_post_init  # type: ignore[misc]  # a function of the core, not a method
+
+    def _check(self) -> None:
         _check_nonempty_str(self.tool_use_id, "tool_use_id")
         content: object = self.content
         if isinstance(content, str):
@@ -457,7 +463,88 @@ def _coerce_content(content: object) -> object:
     return content
 
 
-def _make_tool_results(
+# The Python constructors: every form, every error named (see the core's fast ones).
+
+
+def _user(
+    cls: type[Message],
+    content: str | Sequence[Block | str],
+    *,
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Message:
+    """:meth:`Message.user` in every form, naming any problem."""
+    blocks = _coerce_content(content)
+    if id is None and turn is None and name is None and usage is None and meta is None:
+        return cls("user", blocks)  # type: ignore[arg-type]
+    return cls("user", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
+
+
+def _system(
+    cls: type[Message],
+    content: str | Sequence[TextBlock | str],
+    *,
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Message:
+    """A system message from a string (or a sequence of text blocks/strings)."""
+    return cls(
+        "system",
+        _coerce_content(content),  # type: ignore[arg-type]
+        id=id,
+        turn=turn,
+        name=name,
+        meta=meta,
+    )
+
+
+def _assistant(
+    cls: type[Message],
+    content: str | Sequence[Block | str] | None = "",
+    *,
+    tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+    id: str | None = None,
+    turn: str | None = None,
+    name: str | None = None,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Message:
+    """:meth:`Message.assistant` in every form, naming any problem."""
+    blocks = _coerce_content("" if content is None else content)
+    if not tool_uses or not isinstance(blocks, tuple):
+        if id is None and turn is None and name is None and usage is None and meta is None:
+            return cls("assistant", blocks)  # type: ignore[arg-type]
+        return cls("assistant", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
+    calls = []
+    for j, call in enumerate(tool_uses, start=len(blocks)):
+        if type(call) is tuple:
+            if len(call) != 3:
+                raise InvalidMessage(
+                    f"a tool call tuple must be (id, name, input), got {len(call)} items",
+                    f"content[{j}]",
+                )
+            try:
+                call = ToolUseBlock(*call)
+            except InvalidMessage as e:
+                raise _prefixed(e, f"content[{j}]") from None
+        calls.append(call)
+    return cls(
+        "assistant",
+        blocks + tuple(calls),
+        id=id,
+        turn=turn,
+        name=name,
+        usage=usage,
+        meta=meta,
+    )
+
+
+def _tool_results(
     cls: type[Message],
     *results: ToolResultBlock
     | tuple[str, str | Sequence[TextBlock | ImageBlock]]
@@ -467,13 +554,7 @@ def _make_tool_results(
     name: str | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Message:
-    """A user message carrying tool results.
-
-    Each result is a :class:`ToolResultBlock` or a ``(tool_use_id, content)`` or
-    ``(tool_use_id, content, is_error)`` tuple; a single list of them is accepted too::
-
-        Message.tool_results(("t1", "bin etc usr"), ("t2", "no such dir", True))
-    """
+    """:meth:`Message.tool_results` in every form, naming any problem."""
     items: Sequence[object] = results
     if len(results) == 1 and isinstance(results[0], list):
         items = results[0]
@@ -504,8 +585,6 @@ class _ToolResults:
     """``Message.tool_results``: a constructor on the class, a property on an instance."""
 
     def __init__(self, make: Callable[..., Message], get: Callable[[Message], Any]) -> None:
-        make.__name__ = "tool_results"
-        make.__qualname__ = "Message.tool_results"
         self._make = make
         self._get = get
         self._bound: dict[type[Message] | None, Callable[..., Message]] = {}
@@ -546,9 +625,11 @@ class Message(_MessageOptions, frozen=True):
     #: many histories hold it. ``None`` until then; not a field (never encoded or compared).
     _ctxtrim_facts: ClassVar[Any] = None
 
-    def __post_init__(self) -> None:
-        if _core.message_ok(self):  # every check at once (and meta frozen); else name the problem
-            return
+    # Every check at once in the core, ``meta`` frozen, no Python frame; ``_check`` names the
+    # problem (or normalises a rarer form, such as a list of blocks).
+    __post_init__ = _core.message_post_init  # type: ignore[misc]  # a function of the core, not a method
+
+    def _check(self) -> None:
         role = self.role
         if not isinstance(role, str) or role not in _ROLES:
             raise InvalidMessage(
@@ -617,93 +698,48 @@ class Message(_MessageOptions, frozen=True):
 
     # -- constructors -------------------------------------------------------------------------
 
-    @classmethod
-    def user(
-        cls,
-        content: str | Sequence[Block | str],
-        *,
-        id: str | None = None,
-        turn: str | None = None,
-        name: str | None = None,
-        usage: Usage | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> Message:
-        """A user message from a string or a sequence of blocks (strings become text blocks)."""
-        blocks = _coerce_content(content)
-        if id is None and turn is None and name is None and usage is None and meta is None:
-            return cls("user", blocks)  # type: ignore[arg-type]
-        return cls("user", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
+    # The constructors run in the core for their common forms (a ``str``, tuples, the documented
+    # keywords) and hand anything else, and any error, to the Python ones below (``_user``...).
+    if TYPE_CHECKING:  # their signatures, for type checkers and editors
 
-    @classmethod
-    def system(
-        cls,
-        content: str | Sequence[TextBlock | str],
-        *,
-        id: str | None = None,
-        turn: str | None = None,
-        name: str | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> Message:
-        """A system message from a string (or a sequence of text blocks/strings)."""
-        return cls(
-            "system",
-            _coerce_content(content),  # type: ignore[arg-type]
-            id=id,
-            turn=turn,
-            name=name,
-            meta=meta,
-        )
+        @classmethod
+        def user(
+            cls,
+            content: str | Sequence[Block | str],
+            *,
+            id: str | None = None,
+            turn: str | None = None,
+            name: str | None = None,
+            usage: Usage | None = None,
+            meta: dict[str, Any] | None = None,
+        ) -> Message:
+            """A user message from a string or a sequence of blocks (strings become text
+            blocks)."""
 
-    @classmethod
-    def assistant(
-        cls,
-        content: str | Sequence[Block | str] = "",
-        *,
-        tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
-        id: str | None = None,
-        turn: str | None = None,
-        name: str | None = None,
-        usage: Usage | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> Message:
-        """An assistant message: its text (or blocks), then the tool calls in ``tool_uses``.
+        @classmethod
+        def assistant(
+            cls,
+            content: str | Sequence[Block | str] | None = "",
+            *,
+            tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+            id: str | None = None,
+            turn: str | None = None,
+            name: str | None = None,
+            usage: Usage | None = None,
+            meta: dict[str, Any] | None = None,
+        ) -> Message:
+            """An assistant message: its text (or blocks; ``None`` is no text), then the tool
+            calls in ``tool_uses``, each a :class:`ToolUseBlock` or an ``(id, name, input)``
+            tuple."""
 
-        Each tool call is a :class:`ToolUseBlock` or an ``(id, name, input)`` tuple::
-
-            Message.assistant("Checking both.", tool_uses=[("t1", "ls", {"dir": "/"}),
-                                                           ("t2", "pwd", {})])
-        """
-        blocks = _coerce_content(content)
-        if not tool_uses or not isinstance(blocks, tuple):
-            if id is None and turn is None and name is None and usage is None and meta is None:
-                return cls("assistant", blocks)  # type: ignore[arg-type]
-            return cls("assistant", blocks, id=id, turn=turn, name=name, usage=usage, meta=meta)  # type: ignore[arg-type]
-        calls = []
-        for j, call in enumerate(tool_uses, start=len(blocks)):
-            if type(call) is tuple:
-                if len(call) != 3:
-                    raise InvalidMessage(
-                        f"a tool call tuple must be (id, name, input), got {len(call)} items",
-                        f"content[{j}]",
-                    )
-                try:
-                    call = ToolUseBlock(*call)
-                except InvalidMessage as e:
-                    raise _prefixed(e, f"content[{j}]") from None
-            calls.append(call)
-        return cls(
-            "assistant",
-            blocks + tuple(calls),
-            id=id,
-            turn=turn,
-            name=name,
-            usage=usage,
-            meta=meta,
-        )
+    else:
+        user = classmethod(_core.message_user)
+        assistant = classmethod(_core.message_assistant)
+    system = classmethod(_system)
 
     #: On the class, the constructor ``Message.tool_results(*results, ...)``; on an instance,
     #: the tuple of its ``ToolResultBlock``\ s (both names are in the contract).
-    tool_results = _ToolResults(_make_tool_results, _get_tool_results)
+    tool_results = _ToolResults(_core.message_tool_results, _get_tool_results)
 
     # -- dicts and JSON ---------------------------------------------------------------------
 

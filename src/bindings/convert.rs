@@ -28,6 +28,11 @@ pub struct Classes {
     pub frozen_list: Py<PyType>,
     pub json_encode: Py<PyAny>,
     pub force_setattr: Py<PyAny>,
+    /// The Python constructors, which take every form and name every problem: the fast
+    /// constructors in `message.rs` hand anything unusual to them.
+    pub user: Py<PyAny>,
+    pub assistant: Py<PyAny>,
+    pub tool_results: Py<PyAny>,
 }
 
 static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
@@ -53,6 +58,9 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
                 .import("msgspec.structs")?
                 .getattr("force_setattr")?
                 .unbind(),
+            user: m.getattr("_user")?.unbind(),
+            assistant: m.getattr("_assistant")?.unbind(),
+            tool_results: m.getattr("_tool_results")?.unbind(),
         })
     })
 }

@@ -1,10 +1,20 @@
 //! Fast paths of message construction: field checks and frozen copies of JSON values.
 //!
-//! `ctxtrim.messages` validates every message and block in `__post_init__`. The checks that
-//! run on every construction are done here in one call; on anything they do not accept they
-//! answer "no" and the Python checks run, which name the problem (or accept a rarer form, e.g.
-//! a list of blocks, and normalise it). So these functions decide nothing the Python checks
-//! would not: they may only say yes to what those accept.
+//! `ctxtrim.messages` validates every message and block in `__post_init__`. For the structs
+//! built most often (`Message`, `TextBlock`, `ToolUseBlock`, `ToolResultBlock`) the
+//! `__post_init__` *is* one of the `*_post_init` functions here: msgspec calls it with the new
+//! struct and no Python frame runs. They check the common forms in one call; on anything they
+//! do not accept they call the struct's `_check` method, the Python checks, which name the
+//! problem (or accept a rarer form, e.g. a list of blocks, and normalise it). So these
+//! functions decide nothing the Python checks would not: they may only say yes to what those
+//! accept.
+//!
+//! The convenience constructors `Message.user`, `Message.assistant` and
+//! `Message.tool_results` are `message_user`, `message_assistant` and `message_tool_results`:
+//! the common forms (text as a `str`, tool calls and results as tuples, the documented
+//! keyword options) are built here; anything else — and any error — is handed to the Python
+//! constructor (`_user`, `_assistant`, `_tool_results`), which takes every form and raises
+//! the error with its path. Constructors have no side effects, so running one again is safe.
 //!
 //! `frozen_json` makes a message immutable all the way down: a tool call's `input` and a
 //! message's `meta` are stored as `FrozenDict`/`FrozenList` copies (dict and list subclasses
@@ -13,7 +23,7 @@
 //! another message's values copies nothing.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::{classes, Classes};
@@ -137,8 +147,7 @@ fn force_set(
 
 /// Whether a `ToolUseBlock` passes every construction check; its `input` is replaced by its
 /// frozen copy. False means: let the Python checks decide.
-#[pyfunction]
-pub fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
+fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
     if !nonempty_str(&block.getattr(intern!(py, "id"))?)
@@ -158,8 +167,7 @@ pub fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// Whether a `ToolResultBlock` passes every construction check (its content a string or a
 /// tuple of text and image blocks). False means: let the Python checks decide.
-#[pyfunction]
-pub fn tool_result_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
+fn tool_result_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
     if !nonempty_str(&block.getattr(intern!(py, "tool_use_id"))?) {
@@ -199,8 +207,7 @@ fn turn_id(value: &Bound<'_, PyAny>) -> bool {
 
 /// Whether a `Message`'s fields pass every construction check; its `meta` (when set) is
 /// replaced by its frozen copy. False means: let the Python checks decide.
-#[pyfunction]
-pub fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
+fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = message.py();
     let c = classes(py)?;
     let role = message.getattr(intern!(py, "role"))?;
@@ -243,4 +250,220 @@ pub fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
         }
     }
     Ok(true)
+}
+
+/// Runs the struct's Python checks (`_check`) unless the fast checks said yes.
+fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
+    if !fast_ok {
+        obj.call_method0(intern!(obj.py(), "_check"))?;
+    }
+    Ok(())
+}
+
+/// `TextBlock.__post_init__`.
+#[pyfunction]
+pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    let text = block.getattr(intern!(block.py(), "text"))?;
+    checked(block, text.cast_exact::<PyString>().is_ok_and(plain_str))
+}
+
+/// `ToolUseBlock.__post_init__` (its `input` replaced by its frozen copy).
+#[pyfunction]
+pub fn tool_use_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    checked(block, tool_use_ok(block)?)
+}
+
+/// `ToolResultBlock.__post_init__`.
+#[pyfunction]
+pub fn tool_result_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    checked(block, tool_result_ok(block)?)
+}
+
+/// `Message.__post_init__` (its `meta` replaced by its frozen copy).
+#[pyfunction]
+pub fn message_post_init(message: &Bound<'_, PyAny>) -> PyResult<()> {
+    checked(message, message_ok(message)?)
+}
+
+/// The keyword options every convenience constructor takes (`usage` too, except
+/// `tool_results`): a call with any other keyword goes to the Python constructor, which raises
+/// Python's own `TypeError`.
+const OPTIONS: [&str; 5] = ["id", "turn", "name", "usage", "meta"];
+
+fn known_options(options: Option<&Bound<'_, PyDict>>, usage: bool) -> bool {
+    options.is_none_or(|o| {
+        o.keys().iter().all(|k| {
+            k.cast_exact::<PyString>().is_ok_and(|k| {
+                k.to_str()
+                    .is_ok_and(|k| OPTIONS.contains(&k) && (usage || k != "usage"))
+            })
+        })
+    })
+}
+
+/// A non-empty `str` that is valid UTF-8: one `TextBlock` that cannot fail its checks.
+fn plain_text<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, PyString>> {
+    value
+        .cast_exact::<PyString>()
+        .ok()
+        .filter(|s| s.to_str().is_ok_and(|t| !t.is_empty()))
+}
+
+/// `cls(role, blocks, **options)`: the same call the Python constructor ends with, so it
+/// raises what that would.
+fn build<'py>(
+    cls: &Bound<'py, PyType>,
+    role: &Bound<'py, PyString>,
+    blocks: Vec<Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let blocks = PyTuple::new(cls.py(), blocks)?;
+    cls.call((role, blocks), options)
+}
+
+/// Calls the Python constructor `slow(cls, *args, **options)`.
+fn slow<'py>(
+    slow: &Py<PyAny>,
+    cls: &Bound<'py, PyType>,
+    args: Vec<Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut all = Vec::with_capacity(args.len() + 1);
+    all.push(cls.clone().into_any());
+    all.extend(args);
+    slow.bind(cls.py())
+        .call(PyTuple::new(cls.py(), all)?, options)
+}
+
+/// `Message.user(content, *, id=None, turn=None, name=None, usage=None, meta=None)`: a user
+/// message from a string or a sequence of blocks (strings become text blocks).
+#[pyfunction]
+#[pyo3(signature = (cls, content, **options))]
+#[pyo3(text_signature = "(cls, content, *, id=None, turn=None, name=None, usage=None, meta=None)")]
+pub fn message_user<'py>(
+    cls: &Bound<'py, PyType>,
+    content: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cls.py();
+    let c = classes(py)?;
+    if let Some(text) = plain_text(content) {
+        if known_options(options, true) {
+            let block = c.text.bind(py).call1((text,))?;
+            return build(cls, intern!(py, "user"), vec![block], options);
+        }
+    }
+    slow(&c.user, cls, vec![content.clone()], options)
+}
+
+/// `Message.assistant(content="", *, tool_uses=(), id=None, turn=None, name=None, usage=None,
+/// meta=None)`: an assistant message, its text (or blocks; `None` is no text) then the tool
+/// calls in `tool_uses`, each a `ToolUseBlock` or an `(id, name, input)` tuple.
+#[pyfunction]
+#[pyo3(signature = (cls, content=None, *, tool_uses=None, **options))]
+#[pyo3(
+    text_signature = "(cls, content='', *, tool_uses=(), id=None, turn=None, name=None, usage=None, meta=None)"
+)]
+pub fn message_assistant<'py>(
+    cls: &Bound<'py, PyType>,
+    content: Option<&Bound<'py, PyAny>>,
+    tool_uses: Option<&Bound<'py, PyAny>>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cls.py();
+    let c = classes(py)?;
+    let content = content.map_or_else(|| PyString::new(py, "").into_any(), Clone::clone);
+    if known_options(options, true) {
+        if let Some(blocks) = assistant_blocks(c, &content, tool_uses) {
+            return build(cls, intern!(py, "assistant"), blocks, options);
+        }
+    }
+    let options = match tool_uses {
+        Some(calls) => {
+            let kwargs = options.map_or_else(|| Ok(PyDict::new(py)), PyDictMethods::copy)?;
+            kwargs.set_item(intern!(py, "tool_uses"), calls)?;
+            Some(kwargs)
+        }
+        None => options.cloned(),
+    };
+    slow(&c.assistant, cls, vec![content], options.as_ref())
+}
+
+/// The blocks of `Message.assistant` in its common forms, or `None` for the Python
+/// constructor.
+fn assistant_blocks<'py>(
+    c: &Classes,
+    content: &Bound<'py, PyAny>,
+    tool_uses: Option<&Bound<'py, PyAny>>,
+) -> Option<Vec<Bound<'py, PyAny>>> {
+    let py = content.py();
+    let mut blocks = Vec::with_capacity(2);
+    if let Some(text) = plain_text(content) {
+        blocks.push(c.text.bind(py).call1((text,)).ok()?);
+    } else if !content
+        .cast_exact::<PyString>()
+        .is_ok_and(|s| s.to_str().is_ok_and(str::is_empty))
+    {
+        return None;
+    }
+    let Some(calls) = tool_uses.filter(|t| !t.is_none()) else {
+        return Some(blocks);
+    };
+    let items = if let Ok(list) = calls.cast_exact::<PyList>() {
+        list.to_tuple()
+    } else {
+        calls.cast_exact::<PyTuple>().ok()?.clone()
+    };
+    for call in items.iter() {
+        if call.get_type().is(c.tool_use.bind(py)) {
+            blocks.push(call);
+        } else {
+            let args = call.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 3)?;
+            blocks.push(c.tool_use.bind(py).call1(args).ok()?);
+        }
+    }
+    Some(blocks)
+}
+
+/// `Message.tool_results(*results, id=None, turn=None, name=None, meta=None)`: a user message
+/// carrying tool results, each a `ToolResultBlock` or a `(tool_use_id, content[, is_error])`
+/// tuple (a single list of them is accepted too).
+#[pyfunction]
+#[pyo3(signature = (cls, *results, **options))]
+#[pyo3(text_signature = "(cls, *results, id=None, turn=None, name=None, meta=None)")]
+pub fn message_tool_results<'py>(
+    cls: &Bound<'py, PyType>,
+    results: &Bound<'py, PyTuple>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cls.py();
+    let c = classes(py)?;
+    if known_options(options, false) {
+        if let Some(blocks) = result_blocks(c, results) {
+            return build(cls, intern!(py, "user"), blocks, options);
+        }
+    }
+    slow(&c.tool_results, cls, results.iter().collect(), options)
+}
+
+/// The blocks of `Message.tool_results` in its common forms, or `None` for the Python
+/// constructor.
+fn result_blocks<'py>(
+    c: &Classes,
+    results: &Bound<'py, PyTuple>,
+) -> Option<Vec<Bound<'py, PyAny>>> {
+    let py = results.py();
+    let mut blocks = Vec::with_capacity(results.len());
+    for result in results.iter() {
+        if result.get_type().is(c.tool_result.bind(py)) {
+            blocks.push(result);
+        } else {
+            let args = result
+                .cast_exact::<PyTuple>()
+                .ok()
+                .filter(|t| t.len() == 2 || t.len() == 3)?;
+            blocks.push(c.tool_result.bind(py).call1(args).ok()?);
+        }
+    }
+    Some(blocks)
 }

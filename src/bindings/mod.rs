@@ -12,6 +12,7 @@ mod errors;
 mod facts;
 mod log;
 mod message;
+mod readers;
 mod render;
 mod text;
 mod tokens;
@@ -31,7 +32,12 @@ mod core_module {
     #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
-    use super::message::{frozen_json, message_ok, tool_result_ok, tool_use_ok};
+    use super::message::{
+        frozen_json, message_assistant, message_post_init, message_tool_results, message_user,
+        text_post_init, tool_result_post_init, tool_use_post_init,
+    };
+    #[pymodule_export]
+    use super::readers::chat_fast;
     #[pymodule_export]
     use super::render::join_renderings;
     #[pymodule_export]

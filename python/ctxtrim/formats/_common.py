@@ -241,7 +241,8 @@ def make_message(
     rendering would lose something (the segmentation or any recorded field)."""
     needed = [(u["t"], u["n"]) for u in units] != default(blocks) or any(len(u) > 2 for u in units)
     meta = {key: units} if needed else None
-    return build(path, Message, role, blocks, name=name, meta=meta)
+    # A tuple, the stored form: a list would be accepted too, but only by the slower checks.
+    return build(path, Message, role, tuple(blocks), name=name, meta=meta)
 
 
 def units_for(

@@ -108,7 +108,7 @@ def _image(part: dict[str, Any], p: str, record: dict[str, Any]) -> ImageBlock:
     return ImageBlock(mt, data)
 
 
-def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | list[Any]:
+def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | tuple[Any, ...]:
     if isinstance(value, str):
         return value
     items = expect_list(value, p)
@@ -135,7 +135,7 @@ def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | list[An
         records.append(sub)
     if any(records):
         record["content"] = records
-    return out
+    return tuple(out)  # the stored form (a list takes the slower checks)
 
 
 def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
@@ -165,7 +165,7 @@ def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
         expect_bool(is_error, f"{p}.is_error")
         if "is_error" in part and not is_error:
             record["explicit_is_error"] = True
-        block = ToolResultBlock(tid, content, is_error=is_error)  # type: ignore[arg-type]
+        block = ToolResultBlock(tid, content, is_error=is_error)
         consumed = frozenset({"type", "tool_use_id", "content", "is_error"})
     elif kind == "thinking":
         text = expect_str(required(part, "thinking", p), f"{p}.thinking")

@@ -27,10 +27,12 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.messages import (
     Block,
@@ -179,64 +181,19 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
 _PLAIN_ROLES = frozenset({"system", "user"})
 
 
-def _fast(msg: Any) -> Message | ToolResultBlock | None:
-    """The common shapes converted without the general reader, or None: a ``system``/``user``
-    message whose content is a string, an ``assistant`` one with string or null content and
-    plain function calls whose ``arguments`` are the compact JSON of a dict, a ``tool``
-    message with string content (its result block, for the run it joins). These need no
-    record, so the result is exactly what the general reader makes; anything else (extra
-    keys, a ``name``, parts, odd arguments, bad values) goes to the general reader, which
-    records what it must or names what is wrong."""
-    if type(msg) is not dict:
-        return None
-    role = msg.get("role")
-    if type(role) is not str:
-        return None
-    content = msg.get("content")
-    try:
-        if role == "tool":
-            call_id = msg.get("tool_call_id")
-            if len(msg) == 3 and type(content) is str and type(call_id) is str and call_id:
-                return ToolResultBlock(call_id, content)
-            return None
-        if role in _PLAIN_ROLES:
-            if len(msg) == 2 and type(content) is str:
-                return Message(role, (TextBlock(content),))  # type: ignore[arg-type]
-            return None
-        if role != "assistant" or "content" not in msg or "name" in msg:
-            return None
-        if type(content) is str:
-            blocks: list[Block] = [TextBlock(content)]
-        elif content is None:
-            blocks = []
-        else:
-            return None
-        calls = msg.get("tool_calls")
-        if calls is None:
-            return Message("assistant", tuple(blocks)) if len(msg) == 2 else None
-        if len(msg) != 3 or type(calls) is not list or not calls:
-            return None
-        for call in calls:
-            if type(call) is not dict or len(call) != 3 or call.get("type") != "function":
-                return None
-            fn = call.get("function")
-            call_id = call.get("id")
-            if type(fn) is not dict or len(fn) != 2 or type(call_id) is not str or not call_id:
-                return None
-            name, text = fn.get("name"), fn.get("arguments")
-            if type(name) is not str or not name or type(text) is not str or not text:
-                return None
-            args = _loads(text)
-            if type(args) is not dict or _dumps(args) != text or RAW_ARGUMENTS in args:
-                return None
-            blocks.append(ToolUseBlock(call_id, name, args))
-        return Message("assistant", tuple(blocks))
-    except (InvalidMessage, ValueError, RecursionError):
-        return None  # the general reader names the problem
-
-
 _loads = json.JSONDecoder().decode
 _dumps = COMPACT_JSON.encode
+
+#: The common shapes read without the general reader, in the core: a ``system``/``user``
+#: message whose content is a string, an ``assistant`` one with string or null content and
+#: plain function calls whose ``arguments`` are the compact JSON of a dict (parsed and
+#: re-encoded with ``_loads``/``_dumps``), a ``tool`` message with string content (its result
+#: block, for the run it joins). These need no record, so the result is exactly what the
+#: general reader makes; on anything else (extra keys, a ``name``, parts, odd arguments, bad
+#: values) it gives None and the general reader records what it must or names what is wrong.
+_fast: Callable[[Any], Message | ToolResultBlock | None] = functools.partial(
+    _core.chat_fast, _loads, _dumps, RAW_ARGUMENTS
+)
 
 
 def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
@@ -295,7 +252,7 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             else:
                 blocks = _content(content, f"{path}.content", images=False, unit=unit)
                 unit.pop("form", None)  # a list stays a list for tool results
-                result = build(f"{path}.content", ToolResultBlock, call_id, blocks)
+                result = build(f"{path}.content", ToolResultBlock, call_id, tuple(blocks))
             unit["t"], unit["n"] = "tool", 1
             if keys := extra_keys(msg, frozenset({"role", "tool_call_id", "content"})):
                 unit["keys"] = keys
