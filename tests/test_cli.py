@@ -381,9 +381,11 @@ def test_bench_subcommand_runs_the_side_by_side_table() -> None:
 
 def test_bench_python312_is_an_option() -> None:
     from ctxtrim import bench
+    from ctxtrim.bench import axio
+    from ctxtrim.bench.timing import Progress
 
     rows: list[bench.Row] = []
-    bench._bench_axio(bench._SMOKE, rows, bench._Progress(1, enabled=False), "/no/python3.12")
+    axio.bench_axio(bench.SMOKE, rows, Progress(1, enabled=False), "/no/python3.12")
     assert rows and all(r.skipped for r in rows)
     assert all("no interpreter at /no/python3.12" in r.note for r in rows)
     proc = subprocess.run(
@@ -398,8 +400,8 @@ def test_bench_quick_measures_what_goals_are_checked_on_as_a_full_run_does() -> 
     full run, so a quick run does not report those goals unmet for want of samples."""
     from ctxtrim import bench
 
-    assert bench._QUICK.loop_samples < bench._FULL.loop_samples
-    assert dataclasses.replace(bench._QUICK, loop_samples=bench._FULL.loop_samples) == bench._FULL
+    assert bench.QUICK.loop_samples < bench.FULL.loop_samples
+    assert dataclasses.replace(bench.QUICK, loop_samples=bench.FULL.loop_samples) == bench.FULL
 
 
 # --------------------------------------------------------------------------------------------
