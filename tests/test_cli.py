@@ -36,9 +36,7 @@ FILES = {
 }
 
 
-def run(
-    *args: str | Path, stdin: str | None = None, **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
+def run(*args: object, stdin: str | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     if "stdout" not in kwargs:
         kwargs["stdout"] = subprocess.PIPE
     return subprocess.run(
@@ -710,7 +708,7 @@ def test_arguments_that_are_not_json_have_a_way_through(fmt: str, tmp_path: Path
 def test_raw_arguments_survive_a_round_trip_through_the_converters() -> None:
     from ctxtrim.formats import RAW_ARGUMENTS, InvalidToolArguments
 
-    chat = [
+    chat: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [call_json("c1", '{"a": [1,')]},
         {"role": "tool", "tool_call_id": "c1", "content": "r"},
