@@ -47,10 +47,11 @@ lint-rust: ## rustfmt and clippy (bindings included)
 	cargo clippy --all-targets --features python -- -D warnings
 	cargo clippy --all-targets -- -D warnings
 
-lint-python: ## ruff, mypy and stubtest of the extension stub
+lint-python: ## ruff, mypy (package and tests) and stubtest of the extension stub
 	ruff check python tests benches
 	ruff format --check python tests benches
 	$(PYTHON) -m mypy python/ctxtrim
+	$(PYTHON) -m mypy tests
 	$(PYTHON) -m mypy.stubtest ctxtrim._core
 
 lint: lint-rust lint-python ## all linters

@@ -34,12 +34,12 @@ def _counter(impl: str) -> TokenCounter | None:
 def test_agent_turn(benchmark: Any, impl: str, n: int) -> None:
     turns = bench.agent_history(n // 4 + 400)
     fresh = itertools.count(n // 4)
-    history = bench._ctxtrim_messages(turns[: n // 4])
+    history = bench.ctxtrim_messages(turns[: n // 4])
     strategy = FitContextWindow(8_000, counter=_counter(impl))
     strategy(history)  # the history so far is counted, as in a running agent
 
     def setup() -> tuple[tuple[()], dict[str, Any]]:
-        history.extend(bench._ctxtrim_turn(turns[next(fresh)]))
+        history.extend(bench.ctxtrim_turn(turns[next(fresh)]))
         return (), {}
 
     benchmark.group = f"agent turn, {n} messages"
@@ -53,12 +53,12 @@ def test_agent_loop_turn(benchmark: Any, impl: str) -> None:
     the timed call, appended, and the window fitted; 1k messages."""
     turns = bench.agent_history(250 + 400)
     fresh = itertools.count(250)
-    history = bench._ctxtrim_messages(turns[:250])
+    history = bench.ctxtrim_messages(turns[:250])
     strategy = FitContextWindow(8_000, counter=_counter(impl))
     strategy(history)
 
     def turn() -> object:
-        history.extend(bench._ctxtrim_turn(turns[next(fresh)]))
+        history.extend(bench.ctxtrim_turn(turns[next(fresh)]))
         return strategy(history)
 
     benchmark.group = "agent loop turn (messages built), 1000 messages"

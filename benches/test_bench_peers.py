@@ -23,6 +23,7 @@ import pytest
 
 from ctxtrim import MemoryContextStore, Message, MessageLog, estimate_tokens, validate
 from ctxtrim import bench as b
+from ctxtrim.bench import loops, peers
 
 SIZES = (1_000, 10_000)
 ROUNDS = 30  # turns measured per case when benchmarking; each needs a fresh turn
@@ -40,12 +41,12 @@ IMPLS = [
 
 @pytest.fixture(scope="module")
 def factories() -> dict[str, Any]:
-    return {name: (factory, reason) for name, factory, reason in b._loop_factories(TURNS)}
+    return {name: (factory, reason) for name, factory, reason in loops.loop_factories(TURNS)}
 
 
 @pytest.fixture(scope="module")
 def messages() -> list[Message]:
-    return b._ctxtrim_messages(b.agent_history(max(SIZES) // 4))
+    return b.ctxtrim_messages(b.agent_history(max(SIZES) // 4))
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -56,7 +57,7 @@ def test_agent_turn(benchmark: Any, factories: dict[str, Any], impl: str, n: int
     factory, reason = factories.get(impl, (None, f"{impl}: its package is not installed"))
     if factory is None:
         pytest.skip(reason)
-    if impl == "autogen TokenLimited" and n > b._QUADRATIC_LIMIT:
+    if impl == "autogen TokenLimited" and n > loops.QUADRATIC_LIMIT:
         pytest.skip("autogen TokenLimited recounts after every pop: one fit takes seconds here")
     loop, later = factory(n // 4)
     turns = iter(later)
@@ -110,7 +111,7 @@ def test_get_history_10k(benchmark: Any, messages: list[Message], impl: str) -> 
     benchmark.extra_info["impl"] = impl
     if impl == "ctxtrim get_history":
         store = MemoryContextStore(messages[:n])
-        out = benchmark(lambda: b._drive(store.get_history()))
+        out = benchmark(lambda: b.drive(store.get_history()))
     elif impl == "ctxtrim to_list":
         log = MessageLog(messages[:n])
         out = benchmark(log.to_list)
@@ -125,7 +126,7 @@ def test_fork(benchmark: Any, messages: list[Message], n: int) -> None:
     store = MemoryContextStore(messages[:n])
     benchmark.group = f"fork at {n:,}"
     benchmark.extra_info["impl"] = "ctxtrim MemoryContextStore.fork"
-    child = benchmark(lambda: b._drive(store.fork()))
+    child = benchmark(lambda: b.drive(store.fork()))
     assert len(child) == n
 
 
@@ -185,7 +186,7 @@ def test_sqlite_append(benchmark: Any, tmp_path: Any, impl: str, n: int) -> None
         if impl.startswith("ctxtrim"):
             mod = pytest.importorskip("ctxtrim.stores.sqlite", reason="ctxtrim SQLite store")
             store = loop.run_until_complete(mod.SQLiteContextStore.open(tmp_path / "c.db", "s"))
-            msgs = b._ctxtrim_messages(turns)
+            msgs = b.ctxtrim_messages(turns)
             loop.run_until_complete(store.append_many(msgs[:n]))
             it = iter(msgs[n:])
             benchmark.pedantic(
@@ -196,7 +197,7 @@ def test_sqlite_append(benchmark: Any, tmp_path: Any, impl: str, n: int) -> None
         else:
             memory = pytest.importorskip("agents.memory", reason="openai-agents")
             session = memory.SQLiteSession("s", tmp_path / "oa.db")
-            items = b._openai_items(turns)
+            items = peers.openai_items(turns)
             loop.run_until_complete(session.add_items(items[:n]))
             it = iter(items[n:])
             benchmark.pedantic(

@@ -41,9 +41,13 @@ from ctxtrim import ContextStore, MemoryContextStore, Message, SQLiteContextStor
 
 
 class Backend(Protocol):
-    name: str
-    persistent: bool
-    lists_all_sessions: bool
+    # Read-only members: the backends are frozen dataclasses.
+    @property
+    def name(self) -> str: ...
+    @property
+    def persistent(self) -> bool: ...
+    @property
+    def lists_all_sessions(self) -> bool: ...
 
     async def open(self, session_id: str | None = None) -> ContextStore: ...
 

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from ctxtrim import bench, validate
+from ctxtrim.bench import axio, cli, loops, peers
+from ctxtrim.bench.timing import Progress
 
 
 @pytest.fixture(scope="module")
@@ -67,25 +69,23 @@ def test_markdown_lists_rows_accuracy_goals_and_machine(table: bench.Table) -> N
 
 
 def test_missing_peer_is_listed_as_skipped_with_its_package(monkeypatch: Any) -> None:
-    real = bench._has
-    monkeypatch.setattr(bench, "_has", lambda m: False if m.startswith("agentix") else real(m))
-    names = {
-        name: reason for name, factory, reason in bench._loop_factories(bench.agent_history(2))
-    }
+    real = peers.has
+    monkeypatch.setattr(peers, "has", lambda m: False if m.startswith("agentix") else real(m))
+    names = {name: reason for name, factory, reason in loops.loop_factories(bench.agent_history(2))}
     assert names["agentix FitContextWindow"] == "agentix-toolkit not installed"
 
 
 def test_missing_python312_is_said_not_hidden(monkeypatch: Any, tmp_path: Path) -> None:
     monkeypatch.setenv("CTXTRIM_BENCH_PY312", str(tmp_path / "no-python"))
     rows: list[bench.Row] = []
-    bench._bench_axio(bench._SMOKE, rows, bench._Progress(1, enabled=False))
+    axio.bench_axio(bench.SMOKE, rows, Progress(1, enabled=False))
     assert rows and all(r.skipped for r in rows)
     assert all("Python >= 3.12" in r.note for r in rows)
 
 
 def test_ctxtrim_loop_view_is_provider_valid_and_within_budget() -> None:
     turns = bench.agent_history(600)
-    factory = next(f for name, f, _ in bench._loop_factories(turns) if name.startswith("ctxtrim"))
+    factory = next(f for name, f, _ in loops.loop_factories(turns) if name.startswith("ctxtrim"))
     assert factory is not None
     loop, later = factory(500)
     loop.add(later[0])
@@ -126,7 +126,7 @@ def test_accuracy_against_a_real_tokenizer() -> None:
 
 
 def test_progress_bar_goes_to_stderr(capsys: Any) -> None:
-    bar = bench._Progress(4, enabled=True)
+    bar = Progress(4, enabled=True)
     bar.step("first")
     bar.step("second")
     out, err = capsys.readouterr()
@@ -145,7 +145,7 @@ def test_main_writes_markdown_and_chart(
         calls.append((quick, progress, smoke))
         return table  # the module's smoke run: main's own job is arguments and output
 
-    monkeypatch.setattr(bench, "run", fake_run)
+    monkeypatch.setattr(cli, "run", fake_run)
     md = tmp_path / "bench.md"
     chart = tmp_path / "bench.png"
     want_chart = importlib.util.find_spec("matplotlib") is not None
@@ -165,4 +165,4 @@ def test_drive_refuses_a_coroutine_that_suspends() -> None:
         await asyncio.sleep(0)
 
     with pytest.raises(RuntimeError, match="suspended"):
-        bench._drive(sleeps())
+        bench.drive(sleeps())

@@ -20,7 +20,7 @@ BLOCKS = [
     TextBlock("hi"),
     ImageBlock("image/png", b"\x89PNG\x00"),
     ToolUseBlock("c1", "echo", {"msg": "x", "n": [1, 2]}),
-    ToolResultBlock("c1", [TextBlock("a"), ImageBlock("image/gif", b"GIF8")], is_error=True),
+    ToolResultBlock("c1", [TextBlock("a"), ImageBlock("image/gif", b"GIF8")], is_error=True),  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     ToolResultBlock("c2", "plain"),
     ReasoningBlock("thinking", "sig", False),
 ]

@@ -36,9 +36,7 @@ FILES = {
 }
 
 
-def run(
-    *args: str | Path, stdin: str | None = None, **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
+def run(*args: object, stdin: str | None = None, **kwargs: Any) -> subprocess.CompletedProcess[str]:
     if "stdout" not in kwargs:
         kwargs["stdout"] = subprocess.PIPE
     return subprocess.run(
@@ -381,9 +379,11 @@ def test_bench_subcommand_runs_the_side_by_side_table() -> None:
 
 def test_bench_python312_is_an_option() -> None:
     from ctxtrim import bench
+    from ctxtrim.bench import axio
+    from ctxtrim.bench.timing import Progress
 
     rows: list[bench.Row] = []
-    bench._bench_axio(bench._SMOKE, rows, bench._Progress(1, enabled=False), "/no/python3.12")
+    axio.bench_axio(bench.SMOKE, rows, Progress(1, enabled=False), "/no/python3.12")
     assert rows and all(r.skipped for r in rows)
     assert all("no interpreter at /no/python3.12" in r.note for r in rows)
     proc = subprocess.run(
@@ -398,8 +398,8 @@ def test_bench_quick_measures_what_goals_are_checked_on_as_a_full_run_does() -> 
     full run, so a quick run does not report those goals unmet for want of samples."""
     from ctxtrim import bench
 
-    assert bench._QUICK.loop_samples < bench._FULL.loop_samples
-    assert dataclasses.replace(bench._QUICK, loop_samples=bench._FULL.loop_samples) == bench._FULL
+    assert bench.QUICK.loop_samples < bench.FULL.loop_samples
+    assert dataclasses.replace(bench.QUICK, loop_samples=bench.FULL.loop_samples) == bench.FULL
 
 
 # --------------------------------------------------------------------------------------------
@@ -708,7 +708,7 @@ def test_arguments_that_are_not_json_have_a_way_through(fmt: str, tmp_path: Path
 def test_raw_arguments_survive_a_round_trip_through_the_converters() -> None:
     from ctxtrim.formats import RAW_ARGUMENTS, InvalidToolArguments
 
-    chat = [
+    chat: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": None, "tool_calls": [call_json("c1", '{"a": [1,')]},
         {"role": "tool", "tool_call_id": "c1", "content": "r"},

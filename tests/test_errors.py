@@ -9,6 +9,7 @@ import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,7 +20,7 @@ from ctxtrim import _core, errors, formats, strategies
 _OPTIONAL = ("ctxtrim.integrations.", "ctxtrim.stores.", "ctxtrim.transports.", "ctxtrim.bench")
 
 
-def _ctxtrim_modules() -> list[object]:
+def _ctxtrim_modules() -> list[ModuleType]:
     out = []
     for info in pkgutil.walk_packages(ctxtrim.__path__, "ctxtrim."):
         try:

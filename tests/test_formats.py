@@ -63,7 +63,7 @@ PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCh
 
 
 def _plain(m: Message, content: list[Any], *, name: bool = False) -> Message:
-    return Message(m.role, content, name=m.name if name else None)
+    return Message(m.role, content, name=m.name if name else None)  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
 
 
 def _result(r: ToolResultBlock, *, is_error: bool = False, images: bool = True) -> ToolResultBlock:
@@ -112,9 +112,9 @@ def _user_runs(m: Message, out: list[Message], *, name: bool, images: bool) -> N
                 and last.content
                 and all(type(b) is ToolResultBlock for b in last.content)
             ):
-                out[-1] = Message("user", [*last.content, r])
+                out[-1] = Message("user", [*last.content, r])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
             else:
-                out.append(Message("user", [r]))
+                out.append(Message("user", [r]))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
         else:
             run.append(block)
     flush_run()
@@ -137,9 +137,9 @@ def expressible_responses(ms: list[Message]) -> list[Message]:
             if m.content and not blocks:
                 continue  # only redacted reasoning: no item at all
             if out and out[-1].role == "assistant":
-                out[-1] = Message("assistant", [*out[-1].content, *blocks])
+                out[-1] = Message("assistant", [*out[-1].content, *blocks])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
             else:
-                out.append(Message("assistant", blocks))
+                out.append(Message("assistant", blocks))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
         else:
             _user_runs(m, out, name=False, images=True)
     return out
@@ -166,18 +166,18 @@ def expressible_anthropic(ms: list[Message]) -> list[Message]:
                 for b in m.content
                 if type(b) is not ImageBlock
             ]
-            out.append(Message("assistant", blocks))
+            out.append(Message("assistant", blocks))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
         else:
             out.append(
                 Message(
                     "user",
-                    [
+                    [  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
                         _result(b, is_error=True) if type(b) is ToolResultBlock else b
                         for b in m.content
                     ],
                 )
             )
-    return ([Message("system", system)] if system is not None else []) + out
+    return ([Message("system", system)] if system is not None else []) + out  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
 
 
 FORMATS: dict[str, tuple[Callable[..., Any], Callable[..., Any], Callable[..., list[Message]]]] = {
@@ -211,7 +211,7 @@ def _no_unexpressible(ms: list[Message], fmt: str) -> list[Message]:
                 for b in content
             ]
         out.append(
-            Message(m.role, content, id=m.id, turn=m.turn, name=m.name, usage=m.usage, meta=m.meta)
+            Message(m.role, content, id=m.id, turn=m.turn, name=m.name, usage=m.usage, meta=m.meta)  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
         )
     return _mid_system_free(out) if fmt == "anthropic" else out
 
@@ -294,7 +294,7 @@ def test_example_sessions_hold_the_same_conversation() -> None:
     """Across formats the conversation is the same (text, calls, results)."""
 
     def essence(ms: list[Message]) -> list[tuple[str, ...]]:
-        out = []
+        out: list[tuple[str, ...]] = []
         for m in ms:
             for b in m.content:
                 if type(b) is TextBlock:
@@ -438,7 +438,7 @@ def test_responses_payload_roundtrips_and_maps_as_documented() -> None:
     reasoning, text, a, b = turn.content
     assert reasoning == ReasoningBlock("Check the files.\n\nThen the tests.", "gAAAAAB")
     assert text == TextBlock("Looking.")
-    assert (a.id, b.id) == ("call_1", "call_2") and b.input == {"path": "a.py"}
+    assert (a.id, b.id) == ("call_1", "call_2") and b.input == {"path": "a.py"}  # type: ignore[union-attr]  # the block's kind is known here
     assert [r.tool_use_id for r in results.tool_results] == ["call_1", "call_2"]
     assert answer.text == "Fine."
     assert validate(ms) == []
@@ -763,7 +763,7 @@ def test_arbitrary_json_is_accepted_or_rejected_with_invalid_message(
         ("openai", [Message.assistant([ImageBlock("image/png", PNG)])], "messages[0].content[0]"),
         (
             "openai",
-            [Message.tool_results(ToolResultBlock("t", [ImageBlock("image/png", PNG)]))],
+            [Message.tool_results(ToolResultBlock("t", [ImageBlock("image/png", PNG)]))],  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
             "messages[0].content[0].content[0]",
         ),
         (

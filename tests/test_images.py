@@ -156,8 +156,8 @@ def test_a_message_prices_its_images_by_size_under_its_table() -> None:
     assert _core.message_tokens(message, encoding="anthropic") == base + 1366 + 6
     assert HeuristicTokenCounter("claude-opus-4").count_message(message) == base + 1366 + 6
     # Images inside tool results are priced the same way.
-    results = Message.tool_results(ToolResultBlock("t1", [ImageBlock("image/png", shot)]))
-    plain = Message.tool_results(ToolResultBlock("t1", [ImageBlock("image/png", b"?")]))
+    results = Message.tool_results(ToolResultBlock("t1", [ImageBlock("image/png", shot)]))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
+    plain = Message.tool_results(ToolResultBlock("t1", [ImageBlock("image/png", b"?")]))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert _core.message_tokens(plain) - _core.message_tokens(results) == _core.IMAGE_TOKENS - 1105
     # A log under a model's table holds the same counts.
     log = MessageLog([message], encoding="claude-3-7-sonnet")

@@ -234,4 +234,4 @@ def test_ctxtrim_compaction_takes_an_axio_transport() -> None:
     store = AutoCompactStore(CtxtrimMemory(), StubTransport([make_text_response("s")]))
     assert isinstance(store.transport, AxioTransport)
     with pytest.raises(TypeError, match="axio transport"):
-        AxioTransport(object())  # type: ignore[arg-type]
+        AxioTransport(object())  # type: ignore[arg-type, unused-ignore]

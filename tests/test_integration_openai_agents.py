@@ -85,8 +85,8 @@ def test_get_items_limit_never_returns_an_orphan_output() -> None:
         theirs = SQLiteSession("s1")
         ours = CtxtrimSession(session_id="s1")
         for s in (theirs, ours):
-            await s.add_items(PEER_ITEMS)
-        assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # theirs has the orphan
+            await s.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+        assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form; theirs has the orphan
         for limit in range(1, 7):
             got = await ours.get_items(limit=limit)
             assert pair_problems(got, PEER_ITEMS) == []
@@ -103,29 +103,29 @@ def test_get_items_limit_never_returns_an_orphan_output() -> None:
 def test_runner_input_through_the_callback_has_no_orphan() -> None:
     async def main() -> None:
         theirs = SQLiteSession("s1")
-        await theirs.add_items(PEER_ITEMS)
+        await theirs.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
         prepared, _ = await prepare_input_with_session(
             "next", theirs, lambda history, new: history[-3:] + new
         )
-        assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # theirs
+        assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # type: ignore[arg-type]  # plain dicts are the items' wire form; theirs
 
         big = [user("task"), fc("c1"), fo("c1", "x " * 400), fc("c2"), fo("c2", "y " * 400)]
         ours = CtxtrimSession(session_id="s1")
         await ours.add_items(big)
         for budget in (50, 300, 600, 5000):
-            prepared, _ = await prepare_input_with_session("next", ours, trim_input(budget))
-            assert pair_problems(prepared, big) == []
+            prepared, _ = await prepare_input_with_session("next", ours, trim_input(budget))  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
+            assert pair_problems(prepared, big) == []  # type: ignore[arg-type]  # plain dicts are the items' wire form
             assert prepared[-1] == {"role": "user", "content": "next"}
             assert prepared[0] == user("task")  # the task is pinned
         # A budget that holds the task, the newest call with its output and the new input.
         want = [user("task"), fc("c2"), fo("c2", "y " * 400), user("next")]
         budget = sum(message_tokens(item_to_message(it)) for it in want)
-        small, _ = await prepare_input_with_session("next", ours, trim_input(budget))
+        small, _ = await prepare_input_with_session("next", ours, trim_input(budget))  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
         assert small == want
         # One token less, and the newest pair goes whole, not half.
-        smaller, _ = await prepare_input_with_session("next", ours, trim_input(budget - 1))
-        assert pair_problems(smaller, big) == [] and len(smaller) < len(want)
-        everything, _ = await prepare_input_with_session("next", ours, trim_input(5000))
+        smaller, _ = await prepare_input_with_session("next", ours, trim_input(budget - 1))  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
+        assert pair_problems(smaller, big) == [] and len(smaller) < len(want)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+        everything, _ = await prepare_input_with_session("next", ours, trim_input(5000))  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
         assert everything[:-1] == big
 
     asyncio.run(main())
@@ -201,7 +201,7 @@ def test_equal_to_sqlite_session_where_its_window_is_pair_safe(
         theirs = SQLiteSession("p")
         ours = CtxtrimSession(session_id="p")
         for s in (theirs, ours):
-            await s.add_items(items)
+            await s.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
         return await theirs.get_items(limit=limit), await ours.get_items(limit=limit)
 
     theirs, ours = asyncio.run(main())
@@ -258,7 +258,7 @@ def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
 
     async def main() -> None:
         for turn in range(8):
-            result = await Runner.run(agent, f"question {turn}", session=session, run_config=config)
+            result = await Runner.run(agent, f"question {turn}", session=session, run_config=config)  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
             assert result.final_output == "done"
 
     asyncio.run(main())
@@ -300,7 +300,7 @@ def test_closed_session_raises_runtime_error_like_sqlite_session(tmp_path: Path)
             CtxtrimSession("s", tmp_path / "ours.db"),
             CtxtrimSession("s"),
         ):
-            await session.add_items(PEER_ITEMS)
+            await session.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
             session.close()
             for call in (
                 session.add_items([]),

@@ -32,7 +32,7 @@ def computer_use(steps: int) -> list[Message]:
     out = [Message.user(["Book a table for two.", shot(0)])]
     for i in range(1, steps + 1):
         out.append(Message.assistant(tool_uses=[(f"t{i}", "computer", {"action": "click"})]))
-        out.append(Message.tool_results(ToolResultBlock(f"t{i}", [TextBlock("ok"), shot(i)])))
+        out.append(Message.tool_results(ToolResultBlock(f"t{i}", [TextBlock("ok"), shot(i)])))  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     return out
 
 
@@ -54,7 +54,7 @@ def test_keeps_the_newest_n_and_replaces_the_rest() -> None:
     assert images(out) == [shot(4), shot(5), shot(6)]
     assert out[0].content == (TextBlock("Book a table for two."), TextBlock("[image removed]"))
     removed = TextBlock("[image removed]")
-    assert out[2].content[0] == ToolResultBlock("t1", [TextBlock("ok"), removed])
+    assert out[2].content[0] == ToolResultBlock("t1", [TextBlock("ok"), removed])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert out[-1] is history[-1] and out[-3] is history[-3]
     assert not validate(out)
     assert sum(_core.message_tokens(m) for m in out) < sum(_core.message_tokens(m) for m in history)
@@ -66,7 +66,7 @@ def test_same_list_when_unchanged_and_idempotent() -> None:
     out = KeepRecentImages(1, placeholder="[screenshot]")(history)
     assert KeepRecentImages(1, placeholder="[screenshot]")(out) is out
     assert images(out) == [shot(2)]
-    assert KeepRecentImages(0)(history)[-1].content[0].content[1] == TextBlock("[image removed]")
+    assert KeepRecentImages(0)(history)[-1].content[0].content[1] == TextBlock("[image removed]")  # type: ignore[union-attr]  # the block's kind is known here
 
 
 def test_chunks_change_the_prefix_once_every_chunk_images() -> None:

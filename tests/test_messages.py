@@ -129,7 +129,7 @@ def test_public_json_shape_is_pinned() -> None:
         b'"turn":"a1","usage":{"input_tokens":12,"output_tokens":7,"model":"m"}}'
     )
     r = Message.tool_results(
-        ToolResultBlock("t1", [TextBlock("see"), ImageBlock("image/png", b"hi")], is_error=True),
+        ToolResultBlock("t1", [TextBlock("see"), ImageBlock("image/png", b"hi")], is_error=True),  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
         ToolResultBlock("t2", "ok", compact_summary="short"),
         id="m7",
         meta={"k": 1},
@@ -196,7 +196,7 @@ def test_user_constructor() -> None:
 
 
 def test_system_constructor() -> None:
-    assert Message.system("be brief") == Message("system", [TextBlock("be brief")])
+    assert Message.system("be brief") == Message("system", [TextBlock("be brief")])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert Message.system(["a", TextBlock("b")]).text == "ab"
 
 
@@ -314,10 +314,10 @@ def test_properties() -> None:
     assert not r.is_real_user
     assert r.text == ""
 
-    mixed = Message("user", [ToolResultBlock("t1", "x"), TextBlock("and now?")])
+    mixed = Message("user", [ToolResultBlock("t1", "x"), TextBlock("and now?")])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert mixed.is_real_user
     assert Message.user([ImageBlock("image/png", PNG)]).is_real_user
-    assert not Message("user", []).is_real_user
+    assert not Message("user", []).is_real_user  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert not Message.system("s").is_real_user
     assert Message.assistant("plain").text == "plain"
     assert not Message.assistant("plain").has_tool_uses
@@ -334,10 +334,10 @@ def test_messages_are_immutable() -> None:
     with pytest.raises(AttributeError):
         m.content = ()  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        m.content[0].text = "b"  # type: ignore[misc]
+        m.content[0].text = "b"  # type: ignore[misc, union-attr]
     assert type(m.content) is tuple
-    assert type(Message("user", [TextBlock("x")]).content) is tuple
-    r = ToolResultBlock("t1", [TextBlock("x")])
+    assert type(Message("user", [TextBlock("x")]).content) is tuple  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
+    r = ToolResultBlock("t1", [TextBlock("x")])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     assert type(r.content) is tuple
     with pytest.raises(AttributeError):
         r.is_error = True  # type: ignore[misc]
@@ -390,28 +390,28 @@ class _Obj:
 SURR = "ok\ud800"
 
 BAD_BLOCKS: list[tuple[str, Any, str]] = [
-    ("text-int", lambda: TextBlock(5), "text"),
-    ("text-none", lambda: TextBlock(None), "text"),
+    ("text-int", lambda: TextBlock(5), "text"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("text-none", lambda: TextBlock(None), "text"),  # type: ignore[arg-type]  # wrong type on purpose
     ("text-surrogate", lambda: TextBlock(SURR), "text"),
     ("text-low-surrogate", lambda: TextBlock("\udfff"), "text"),
     ("image-media-type", lambda: ImageBlock("image/bmp", PNG), "media_type"),
     ("image-short-media-type", lambda: ImageBlock("png", PNG), "media_type"),
     ("image-upper-media-type", lambda: ImageBlock("image/PNG", PNG), "media_type"),
-    ("image-media-type-int", lambda: ImageBlock(3, PNG), "media_type"),
-    ("image-data-str", lambda: ImageBlock("image/png", "aGk="), "data"),
-    ("image-data-bytearray", lambda: ImageBlock("image/png", bytearray(b"x")), "data"),
+    ("image-media-type-int", lambda: ImageBlock(3, PNG), "media_type"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("image-data-str", lambda: ImageBlock("image/png", "aGk="), "data"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("image-data-bytearray", lambda: ImageBlock("image/png", bytearray(b"x")), "data"),  # type: ignore[arg-type]  # wrong type on purpose
     ("tool-use-empty-id", lambda: ToolUseBlock("", "ls", {}), "id"),
-    ("tool-use-int-id", lambda: ToolUseBlock(1, "ls", {}), "id"),
+    ("tool-use-int-id", lambda: ToolUseBlock(1, "ls", {}), "id"),  # type: ignore[arg-type]  # wrong type on purpose
     ("tool-use-empty-name", lambda: ToolUseBlock("t1", "", {}), "name"),
     ("tool-use-surrogate-name", lambda: ToolUseBlock("t1", SURR, {}), "name"),
-    ("tool-use-input-list", lambda: ToolUseBlock("t1", "ls", [1]), "input"),
-    ("tool-use-input-none", lambda: ToolUseBlock("t1", "ls", None), "input"),
+    ("tool-use-input-list", lambda: ToolUseBlock("t1", "ls", [1]), "input"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("tool-use-input-none", lambda: ToolUseBlock("t1", "ls", None), "input"),  # type: ignore[arg-type]  # wrong type on purpose
     ("tool-use-input-set", lambda: ToolUseBlock("t1", "ls", {"a": {1, 2}}), "input"),
     ("tool-use-input-tuple", lambda: ToolUseBlock("t1", "ls", {"a": (1, 2)}), "input"),
     ("tool-use-input-bytes", lambda: ToolUseBlock("t1", "ls", {"a": b"x"}), "input"),
     ("tool-use-input-nan", lambda: ToolUseBlock("t1", "ls", {"a": float("nan")}), "input"),
     ("tool-use-input-inf", lambda: ToolUseBlock("t1", "ls", {"a": [float("-inf")]}), "input"),
-    ("tool-use-input-int-key", lambda: ToolUseBlock("t1", "ls", {1: "x"}), "input"),
+    ("tool-use-input-int-key", lambda: ToolUseBlock("t1", "ls", {1: "x"}), "input"),  # type: ignore[dict-item]  # wrong type on purpose
     ("tool-use-input-nested-key", lambda: ToolUseBlock("t1", "ls", {"a": {None: 1}}), "input"),
     ("tool-use-input-object", lambda: ToolUseBlock("t1", "ls", {"a": _Obj()}), "input"),
     (
@@ -423,33 +423,33 @@ BAD_BLOCKS: list[tuple[str, Any, str]] = [
     ("tool-use-input-surrogate", lambda: ToolUseBlock("t1", "ls", {"a": [SURR]}), "input"),
     ("tool-use-input-surrogate-key", lambda: ToolUseBlock("t1", "ls", {SURR: 1}), "input"),
     ("tool-result-empty-id", lambda: ToolResultBlock("", "x"), "tool_use_id"),
-    ("tool-result-content-int", lambda: ToolResultBlock("t1", 3), "content"),
-    ("tool-result-content-none", lambda: ToolResultBlock("t1", None), "content"),
+    ("tool-result-content-int", lambda: ToolResultBlock("t1", 3), "content"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("tool-result-content-none", lambda: ToolResultBlock("t1", None), "content"),  # type: ignore[arg-type]  # wrong type on purpose
     ("tool-result-content-surrogate", lambda: ToolResultBlock("t1", SURR), "content"),
     (
         "tool-result-content-item",
-        lambda: ToolResultBlock("t1", [TextBlock("a"), "b"]),
+        lambda: ToolResultBlock("t1", [TextBlock("a"), "b"]),  # type: ignore[arg-type]  # wrong type on purpose
         "content[1]",
     ),
     (
         "tool-result-content-tool-use",
-        lambda: ToolResultBlock("t1", [ToolUseBlock("t", "n", {})]),
+        lambda: ToolResultBlock("t1", [ToolUseBlock("t", "n", {})]),  # type: ignore[arg-type]  # wrong type on purpose
         "content[0]",
     ),
-    ("tool-result-is-error-int", lambda: ToolResultBlock("t1", "x", is_error=1), "is_error"),
+    ("tool-result-is-error-int", lambda: ToolResultBlock("t1", "x", is_error=1), "is_error"),  # type: ignore[arg-type]  # wrong type on purpose
     (
         "tool-result-summary-int",
-        lambda: ToolResultBlock("t1", "x", compact_summary=1),
+        lambda: ToolResultBlock("t1", "x", compact_summary=1),  # type: ignore[arg-type]  # wrong type on purpose
         "compact_summary",
     ),
-    ("reasoning-text-int", lambda: ReasoningBlock(1), "text"),
+    ("reasoning-text-int", lambda: ReasoningBlock(1), "text"),  # type: ignore[arg-type]  # wrong type on purpose
     ("reasoning-signature-surrogate", lambda: ReasoningBlock("x", SURR), "signature"),
-    ("reasoning-redacted-str", lambda: ReasoningBlock(redacted="yes"), "redacted"),
+    ("reasoning-redacted-str", lambda: ReasoningBlock(redacted="yes"), "redacted"),  # type: ignore[arg-type]  # wrong type on purpose
     ("usage-negative", lambda: Usage(input_tokens=-1), "input_tokens"),
     ("usage-negative-cache", lambda: Usage(cache_write_tokens=-5), "cache_write_tokens"),
-    ("usage-float", lambda: Usage(output_tokens=1.0), "output_tokens"),
+    ("usage-float", lambda: Usage(output_tokens=1.0), "output_tokens"),  # type: ignore[arg-type]  # wrong type on purpose
     ("usage-bool", lambda: Usage(cache_read_tokens=True), "cache_read_tokens"),
-    ("usage-model-int", lambda: Usage(model=3), "model"),
+    ("usage-model-int", lambda: Usage(model=3), "model"),  # type: ignore[arg-type]  # wrong type on purpose
     ("usage-finish-surrogate", lambda: Usage(finish_reason=SURR), "finish_reason"),
 ]
 
@@ -473,7 +473,7 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
     ("content-str", _call(role="user", content="hi"), "content"),
     ("content-none", _call(role="user", content=None), "content"),
     ("content-dict", _call(role="user", content={"type": "text", "text": "x"}), "content"),
-    ("content-generator", _call(role="user", content=(b for b in [])), "content"),
+    ("content-generator", _call(role="user", content=(b for b in [])), "content"),  # type: ignore[var-annotated]  # an empty generator on purpose
     ("content-item-str", _call(role="user", content=[TextBlock("a"), "b"]), "content[1]"),
     (
         "content-item-dict",
@@ -508,11 +508,11 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
     ("meta-nan", _call(role="user", content=[], meta={"a": float("nan")}), "meta"),
     ("meta-int-key", _call(role="user", content=[], meta={1: 1}), "meta"),
     ("meta-surrogate", _call(role="user", content=[], meta={"a": SURR}), "meta"),
-    ("user-bad-item", lambda: Message.user(["ok", 5]), "content[1]"),
+    ("user-bad-item", lambda: Message.user(["ok", 5]), "content[1]"),  # type: ignore[list-item]  # wrong type on purpose
     ("user-surrogate", lambda: Message.user(SURR), "content[0].text"),
     ("user-surrogate-item", lambda: Message.user(["ok", SURR]), "content[1].text"),
-    ("user-int", lambda: Message.user(5), "content"),
-    ("system-tool-use", lambda: Message.system([ToolUseBlock("t", "n", {})]), "content[0]"),
+    ("user-int", lambda: Message.user(5), "content"),  # type: ignore[arg-type]  # wrong type on purpose
+    ("system-tool-use", lambda: Message.system([ToolUseBlock("t", "n", {})]), "content[0]"),  # type: ignore[list-item]  # wrong type on purpose
     (
         "assistant-bad-call",
         lambda: Message.assistant("x", tool_uses=[("t1", "ls", {"a": {1}})]),
@@ -523,8 +523,8 @@ BAD_MESSAGES: list[tuple[str, Any, str]] = [
         lambda: Message.assistant(tool_uses=[("t1", "ls", {}), ("", "ls", {})]),
         "content[1].id",
     ),
-    ("assistant-short-tuple", lambda: Message.assistant(tool_uses=[("t1", "ls")]), "content[0]"),
-    ("assistant-bad-call-type", lambda: Message.assistant(tool_uses=["t1"]), "content[0]"),
+    ("assistant-short-tuple", lambda: Message.assistant(tool_uses=[("t1", "ls")]), "content[0]"),  # type: ignore[list-item]  # wrong type on purpose
+    ("assistant-bad-call-type", lambda: Message.assistant(tool_uses=["t1"]), "content[0]"),  # type: ignore[list-item]  # wrong type on purpose
     (
         "tool-results-bad-content",
         lambda: Message.tool_results(("t1", "x"), ("t2", 5)),
@@ -573,11 +573,11 @@ def test_reference_cycle_in_input_is_rejected() -> None:
 
 def test_valid_edge_cases_are_accepted() -> None:
     ToolUseBlock("t1", "ls", {"big": 2**100, "neg": -(2**70), "f": -0.0, "u": "\x00😀你好"})
-    Message("user", [], turn="u0")
-    Message("assistant", [], turn="a4294967295")
+    Message("user", [], turn="u0")  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
+    Message("assistant", [], turn="a4294967295")  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     Message.user("\U0010ffff\x00")
     ImageBlock("image/webp", b"")
-    ToolResultBlock("t1", [])
+    ToolResultBlock("t1", [])  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     for media_type in IMAGE_MEDIA_TYPES:
         ImageBlock(media_type, PNG)
 
@@ -784,7 +784,7 @@ _json_values = st.recursive(
 )
 
 
-def _containers(value: object) -> list[object]:
+def _containers(value: object) -> list[dict[Any, Any] | list[Any]]:
     """Every dict and list inside ``value`` (``value`` included)."""
     if isinstance(value, dict):
         return [value, *(c for v in value.values() for c in _containers(v))]

@@ -36,7 +36,7 @@ def test_metadata_is_complete() -> None:
     meta = metadata.metadata("ctxtrim")
     assert meta["Name"] == "ctxtrim" and meta["Version"] == ctxtrim.__version__
     assert meta["Requires-Python"] == ">=3.10"
-    assert "MIT" in (meta.get("License") or meta.get("License-Expression") or "")
+    assert "MIT" in (meta.get("License") or meta.get("License-Expression") or "")  # type: ignore[attr-defined]  # an email Message at runtime; typeshed's protocol lacks get
     classifiers = set(meta.get_all("Classifier") or [])
     assert {
         "Typing :: Typed",
@@ -46,7 +46,7 @@ def test_metadata_is_complete() -> None:
         "Programming Language :: Rust",
     } <= classifiers
     # There is no public home yet: no invented URLs.
-    assert not meta.get_all("Project-URL") and not meta.get("Home-page")
+    assert not meta.get_all("Project-URL") and not meta.get("Home-page")  # type: ignore[attr-defined]  # an email Message at runtime; typeshed's protocol lacks get
     assert (Path(ctxtrim.__file__).parent / "py.typed").exists()
 
 

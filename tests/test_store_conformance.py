@@ -70,7 +70,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.base_generation: list[int] = [self.run(first.generation())]
 
     def run(self, coro: Awaitable[_T]) -> _T:
-        return self.loop.run_until_complete(coro)  # type: ignore[arg-type]
+        return self.loop.run_until_complete(coro)
 
     def teardown(self) -> None:
         try:
@@ -236,10 +236,10 @@ def test_store_behaves_like_its_model(factory: Callable[[Path], Backend], tmp_pa
         (StoreMachine,),
         {"factory": staticmethod(factory), "tmp_path": tmp_path},
     )
-    machine.TestCase.settings = settings(
+    machine.TestCase.settings = settings(  # type: ignore[attr-defined]  # a RuleBasedStateMachine made with type()
         max_examples=25,
         stateful_step_count=20,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    machine.TestCase().runTest()
+    machine.TestCase().runTest()  # type: ignore[attr-defined]  # a RuleBasedStateMachine made with type()

@@ -34,7 +34,7 @@ Call = Callable[[ContextStore, int], Awaitable[Any]]
 
 def _bad_upto(value: object) -> tuple[Call, type[CtxtrimError], str]:
     return (
-        lambda s, g: s.replace_prefix(value, [], g),  # type: ignore[arg-type]
+        lambda s, g: s.replace_prefix(value, [], g),
         InvalidArgument,
         f"upto must be an int >= 0, got {value!r}",
     )
@@ -42,7 +42,7 @@ def _bad_upto(value: object) -> tuple[Call, type[CtxtrimError], str]:
 
 def _bad_generation(value: object) -> tuple[Call, type[CtxtrimError], str]:
     return (
-        lambda s, g: s.replace_prefix(0, [], value),  # type: ignore[arg-type]
+        lambda s, g: s.replace_prefix(0, [], value),
         InvalidArgument,
         f"expected_generation must be a signed 64-bit int, got {value!r}",
     )
@@ -50,7 +50,7 @@ def _bad_generation(value: object) -> tuple[Call, type[CtxtrimError], str]:
 
 def _bad_limit(value: object) -> tuple[Call, type[CtxtrimError], str]:
     return (
-        lambda s, g: s.get_history(limit=value),  # type: ignore[arg-type]
+        lambda s, g: s.get_history(limit=value),
         InvalidArgument,
         f"limit must be None or an int >= 0, got {value!r}",
     )

@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-async def sql_rows(query: str, *params: object, schema: str | None = None) -> list[tuple]:
+async def sql_rows(query: str, *params: object, schema: str | None = None) -> list[tuple[Any, ...]]:
     """Run one query on a fresh connection (tests inspect the tables directly)."""
     async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
         q = sql.SQL(query).format(s=sql.Identifier(schema)) if schema else query

@@ -16,11 +16,15 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ctxtrim import InvalidArgument, InvalidMessage, Message, StaleGenerationError
 from ctxtrim.errors import StoreError
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 redis_asyncio = pytest.importorskip("redis.asyncio", reason="the redis extra is not installed")
 from ctxtrim.stores.redis import RedisContextStore  # noqa: E402
@@ -32,7 +36,7 @@ TRICKY_IDS = ["a", "a:messages", "*", "a}", "{a}", "a\x00", "a\x00b", "ä" * 400
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[redis_asyncio.Redis]:
+async def client() -> AsyncIterator[Redis]:
     if not URL:
         pytest.skip(NO_SERVER)
     c = redis_asyncio.Redis.from_url(URL)
@@ -47,12 +51,12 @@ def prefix() -> str:
     return f"test:{uuid.uuid4().hex[:12]}"
 
 
-async def keys_under(client: redis_asyncio.Redis, prefix: str) -> set[bytes]:
+async def keys_under(client: Redis, prefix: str) -> set[bytes]:
     # The test inspects with SCAN; the store itself never lists keys.
     return {k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)}
 
 
-async def command_calls(client: redis_asyncio.Redis, command: str) -> int:
+async def command_calls(client: Redis, command: str) -> int:
     stats = await client.info("commandstats")
     return int(stats.get(f"cmdstat_{command}", {}).get("calls", 0))
 
@@ -62,7 +66,7 @@ def sha(session_id: str) -> str:
 
 
 async def test_key_layout_is_hashed_ids_in_a_hash_tag_under_the_prefix(
-    client: redis_asyncio.Redis, prefix: str
+    client: Redis, prefix: str
 ) -> None:
     store = await RedisContextStore.open(URL, "tenant:a", prefix=prefix)
     await store.append_many([Message.user("hi"), Message.assistant("hello")])
@@ -83,7 +87,7 @@ async def test_key_layout_is_hashed_ids_in_a_hash_tag_under_the_prefix(
 
 
 async def test_list_sessions_never_uses_keys_or_scan_and_ignores_foreign_keys(
-    client: redis_asyncio.Redis, prefix: str
+    client: Redis, prefix: str
 ) -> None:
     await client.set(f"{prefix}-other:secret", "x")  # a neighbour with a similar name
     await client.set(f"{prefix}:{{x}}:meta", "not a hash")  # junk inside our prefix
@@ -105,9 +109,7 @@ async def test_list_sessions_never_uses_keys_or_scan_and_ignores_foreign_keys(
     await client.delete(f"{prefix}-other:secret")
 
 
-async def test_tricky_session_ids_never_touch_each_other(
-    client: redis_asyncio.Redis, prefix: str
-) -> None:
+async def test_tricky_session_ids_never_touch_each_other(client: Redis, prefix: str) -> None:
     stores = {sid: await RedisContextStore.open(URL, sid, prefix=prefix) for sid in TRICKY_IDS}
     for sid, store in stores.items():
         await store.append_many([Message.user(f"task of {sid!r}"), Message.assistant("ok")])
@@ -209,7 +211,7 @@ async def test_without_idempotent_ids_a_repeated_message_is_appended_again(prefi
 
 
 async def test_ttl_expires_an_idle_session_and_every_write_renews_it(
-    client: redis_asyncio.Redis, prefix: str
+    client: Redis, prefix: str
 ) -> None:
     store = await RedisContextStore.open(URL, "s", prefix=prefix, ttl=0.6)
     await store.append(Message.user("short-lived"))
@@ -228,7 +230,7 @@ async def test_ttl_expires_an_idle_session_and_every_write_renews_it(
     await store.close()
 
 
-async def test_bad_input_is_refused_before_any_io(client: redis_asyncio.Redis, prefix: str) -> None:
+async def test_bad_input_is_refused_before_any_io(client: Redis, prefix: str) -> None:
     store = await RedisContextStore.open(URL, "s", prefix=prefix)
     before = {k: await client.dump(k) for k in await keys_under(client, prefix)}
     with pytest.raises(InvalidMessage) as err:
@@ -298,7 +300,7 @@ async def test_a_down_server_is_a_store_error_with_the_cause(prefix: str) -> Non
 
 
 async def test_a_wrong_type_key_is_a_store_error_and_changes_nothing(
-    client: redis_asyncio.Redis, prefix: str
+    client: Redis, prefix: str
 ) -> None:
     # someone else wrote a string where the session's log list lives
     await client.set(f"{prefix}:{{{sha('s')}}}:log", "garbage")

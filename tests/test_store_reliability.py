@@ -243,10 +243,10 @@ async def test_bad_input_gets_a_typed_error_and_changes_nothing(backend: Backend
         for item, error in bad:
             with pytest.raises(error) as err:
                 await store.append(item)  # type: ignore[arg-type]
-            assert err.value.path == "message"
+            assert err.value.path == "message"  # type: ignore[attr-defined]  # every error here is a StoreError, which has a path
             with pytest.raises(error) as err:
                 await store.append_many([Message.user("fine"), item])  # type: ignore[list-item]
-            assert err.value.path == "messages[1]"
+            assert err.value.path == "messages[1]"  # type: ignore[attr-defined]  # every error here is a StoreError, which has a path
             with pytest.raises(error):
                 await store.replace_prefix(0, [item], before[0].generation)  # type: ignore[list-item]
         assert (await store.snapshot(), await store.get_context_tokens()) == before

@@ -78,24 +78,42 @@ def test_log_encoding_prices_its_messages_and_is_inherited() -> None:
     assert repr(counter) == "HeuristicTokenCounter(encoding='o200k_base')"
 
 
+# Strings with what a JSON writer must escape (quotes, backslashes, control characters) or
+# keep as is (DEL, U+2028, astral characters), besides hypothesis's arbitrary text.
+_TRICKY = st.text(
+    st.sampled_from(['"', "\\", "\x00", "\x1f", "\n", "\x7f", "\u2028", "é", "\U0001f600", "a"])
+)
 _JSON = st.recursive(
     st.none()
     | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    | st.integers()  # big ones too: msgspec writes any int
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)  # 5e-324 and 1.8e308 included
+    | st.text()
+    | _TRICKY,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text() | _TRICKY, inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
-@settings(max_examples=300)
-@given(st.dictionaries(st.text(), _JSON, max_size=5))
-def test_tool_input_is_priced_as_its_msgspec_json(tool_input: dict[str, object]) -> None:
-    # The core writes the input's JSON itself (no round trip through msgspec for plain data);
-    # the price must be that of the exact text msgspec would produce.
-    def priced(value: dict[str, object]) -> int:
-        return _core.message_tokens(Message.assistant(tool_uses=[("t1", "search", value)]))
+def _priced(value: dict[str, object]) -> int:
+    return _core.message_tokens(Message.assistant(tool_uses=[("t1", "search", value)]))
 
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text() | _TRICKY, _JSON, max_size=5))
+def test_tool_input_is_priced_as_its_msgspec_json(tool_input: dict[str, object]) -> None:
+    # The core prices a tool call on its input's JSON text as msgspec.json.encode writes it
+    # (the text the provider formats send); there is no second JSON writer to disagree with.
     json_text = msgspec.json.encode(tool_input).decode()
-    assert priced(tool_input) - priced({}) == estimate_tokens(json_text) - estimate_tokens("{}")
+    assert _priced(tool_input) - _priced({}) == estimate_tokens(json_text) - estimate_tokens("{}")
+
+
+def test_deeply_nested_tool_input_is_priced_as_its_msgspec_json() -> None:
+    deep: dict[str, object] = {"leaf": [1.5, "x\u2028", 2**70, {}, []]}
+    for depth in range(60):
+        deep = {f"k{depth}": [deep]}
+    json_text = msgspec.json.encode(deep).decode()
+    assert _priced(deep) - _priced({}) == estimate_tokens(json_text) - estimate_tokens("{}")

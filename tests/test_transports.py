@@ -308,8 +308,8 @@ def test_render_transcript_shows_images_and_skips_reasoning() -> None:
     from ctxtrim import ImageBlock, ReasoningBlock, TextBlock
 
     history = [
-        Message("user", [TextBlock("look"), ImageBlock("image/png", b"\x89PNG")]),
-        Message("assistant", [ReasoningBlock("secret chain"), TextBlock("a cat")]),
+        Message("user", [TextBlock("look"), ImageBlock("image/png", b"\x89PNG")]),  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
+        Message("assistant", [ReasoningBlock("secret chain"), TextBlock("a cat")]),  # type: ignore[arg-type]  # a list is accepted and stored as a tuple
     ]
     text = render_transcript(history)
     assert "[User sent an image: image/png]" in text and "Assistant: a cat" in text

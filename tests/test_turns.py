@@ -33,7 +33,7 @@ def call(text: str, tid: str, **kw: object) -> Message:
 
 
 def result(tid: str, text: str = "out", **kw: object) -> Message:
-    return Message.tool_results([ToolResultBlock(tool_use_id=tid, content=text)], **kw)  # type: ignore[arg-type]
+    return Message.tool_results([ToolResultBlock(tool_use_id=tid, content=text)], **kw)
 
 
 def texts(history: list[Message]) -> list[str]:
@@ -241,7 +241,7 @@ async def test_appends_during_remove_turn_are_kept(store: ContextStore) -> None:
         await store.append(Message.user("late"))
         await original(upto, messages, expected)  # type: ignore[arg-type]
 
-    store.replace_prefix = late_append  # type: ignore[method-assign]
+    store.replace_prefix = late_append  # type: ignore[assignment, method-assign]
     if isinstance(store, MemoryContextStore):
         await ContextStore.remove_turn(store, "a2")
     else:

@@ -7,7 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
@@ -91,140 +91,6 @@ fn with_str<R>(
         .to_str()
         .map_err(|_| invalid_message("string is not valid UTF-8", format!("{}.{field}", path())))?;
     Ok(f(text))
-}
-
-thread_local! {
-    /// The buffer tool inputs are written into, kept between calls so that pricing a tool
-    /// call allocates nothing once it has grown.
-    static JSON: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
-}
-
-/// Calls `f` with an empty string to write JSON into: the thread's buffer, or a new string
-/// if that is in use (msgspec, called for odd values, could in principle call back here).
-fn with_json<R>(f: impl FnOnce(&mut String) -> R) -> R {
-    JSON.with(|buf| match buf.try_borrow_mut() {
-        Ok(mut json) => {
-            json.clear();
-            let r = f(&mut json);
-            if json.capacity() > 1 << 16 {
-                // Do not keep a huge input's buffer for the life of the thread.
-                *json = String::new();
-            }
-            r
-        }
-        Err(_) => f(&mut String::new()),
-    })
-}
-
-/// Nesting below which [`write_json`] recurses; deeper values (and cycles) go to msgspec.
-const JSON_DEPTH: u32 = 32;
-
-/// Appends `value` to `out` as the compact JSON `msgspec.json.encode` writes, so that a tool
-/// call's input is priced without a round trip through Python for the common types (strings,
-/// integers, booleans, None, str-keyed dicts, lists, tuples). Anything else — floats (whose
-/// shortest form msgspec spells its own way), structs, dates, non-string keys, very deep
-/// nesting — is encoded by msgspec, whose error (a cycle, an
-/// unsupported type) is the caller's "not JSON-encodable".
-fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u32) -> PyResult<()> {
-    if depth < JSON_DEPTH {
-        if let Ok(s) = value.cast_exact::<PyString>() {
-            write_json_str(s.to_str()?, out);
-            return Ok(());
-        }
-        if value.is_none() {
-            out.push_str("null");
-            return Ok(());
-        }
-        if let Ok(b) = value.cast_exact::<PyBool>() {
-            out.push_str(if b.is_true() { "true" } else { "false" });
-            return Ok(());
-        }
-        if let Ok(i) = value.cast_exact::<PyInt>() {
-            if let Ok(v) = i.extract::<i64>() {
-                write_int(v, out);
-                return Ok(());
-            }
-        }
-        if let Ok(d) = value.cast_exact::<PyDict>() {
-            let start = out.len();
-            out.push('{');
-            let mut str_keys = true;
-            for (i, (k, v)) in d.iter().enumerate() {
-                let Ok(k) = k.cast_exact::<PyString>() else {
-                    str_keys = false;
-                    break;
-                };
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_str(k.to_str()?, out);
-                out.push(':');
-                write_json(c, &v, out, depth + 1)?;
-            }
-            if str_keys {
-                out.push('}');
-                return Ok(());
-            }
-            // A key that is not a string: the whole dict goes to msgspec.
-            out.truncate(start);
-        }
-        if value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>() {
-            out.push('[');
-            for_each_item(value, &mut |i, item| {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(c, &item, out, depth + 1)
-            })?;
-            out.push(']');
-            return Ok(());
-        }
-    }
-    let encoded = c.json_encode.bind(value.py()).call1((value,))?;
-    out.push_str(std::str::from_utf8(encoded.extract::<&[u8]>()?).unwrap_or_default());
-    Ok(())
-}
-
-/// Appends `v` in decimal (what `write!` does, without the formatting machinery).
-fn write_int(v: i64, out: &mut String) {
-    let mut digits = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if v < 0 {
-        out.push('-');
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
-}
-
-/// Appends `s` as a JSON string: quotes, backslashes and control characters escaped, the rest
-/// (non-ASCII included) as is.
-fn write_json_str(s: &str, out: &mut String) {
-    use std::fmt::Write;
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Calls `f` with each item of `items` and its index: a tuple or list is indexed directly
@@ -416,16 +282,22 @@ fn walk_content(
         if ty.is(c.text.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
-            with_json(|json| {
-                write_json(c, &block.getattr(intern!(py, "input"))?, json, 0).map_err(|e| {
-                    invalid_message(
-                        format!("not JSON-encodable: {e}"),
-                        format!("{}.input", bpath()),
-                    )
+            // A tool call is priced on its input's JSON text, as msgspec writes it (how the
+            // provider formats render it); the input is a frozen dict of plain JSON.
+            let input = block.getattr(intern!(py, "input"))?;
+            let not_json = |e: PyErr| {
+                invalid_message(
+                    format!("not JSON-encodable: {e}"),
+                    format!("{}.input", bpath()),
+                )
+            };
+            let encoded = c.json_encode.bind(py).call1((input,)).map_err(not_json)?;
+            let json =
+                std::str::from_utf8(encoded.cast::<PyBytes>()?.as_bytes()).map_err(|_| {
+                    invalid_message("input is not valid UTF-8", format!("{}.input", bpath()))
                 })?;
-                with_str(&block, intern!(py, "name"), bpath, |name| {
-                    tally.tool_use(name, json);
-                })
+            with_str(&block, intern!(py, "name"), bpath, |name| {
+                tally.tool_use(name, json);
             })?;
             if let Some(ids) = ids.as_deref_mut() {
                 ids.uses
