@@ -290,7 +290,7 @@ def test_fast_constructors_build_what_the_python_ones_build(
 
 def test_assistant_content_none_is_no_text() -> None:
     """Providers send ``"content": null`` beside tool calls; passing it through works."""
-    call = ("t1", "ls", {})
+    call: tuple[str, str, dict[str, Any]] = ("t1", "ls", {})
     assert Message.assistant(None, tool_uses=[call]) == Message.assistant(tool_uses=[call])
     with invalid("content"):
         Message.user(None)  # type: ignore[arg-type]
