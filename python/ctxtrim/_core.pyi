@@ -18,6 +18,7 @@ __all__ = [
     "TurnId",
     "__version__",
     "chat_fast",
+    "chat_fast_prefix",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -105,6 +106,14 @@ def chat_fast(
 ) -> Message | ToolResultBlock | None:
     """One Chat Completions message in a common shape, read without the general reader (a
     ``ToolResultBlock`` for a ``tool`` message), or ``None``."""
+
+def chat_fast_prefix(
+    loads: Callable[[str], Any],
+    dumps: Callable[[Any], str],
+    raw_key: str,
+    items: list[Any],
+) -> tuple[list[Message], int, list[Any], int]:
+    """The longest prefix of ``items`` in common shapes: ``(messages, next, run, run_start)``."""
 
 def message_post_init(message: Message) -> None:
     """``Message.__post_init__``: every check at once (meta frozen), else ``Message._check``."""

@@ -37,7 +37,7 @@ mod core_module {
         text_post_init, tool_result_post_init, tool_use_post_init,
     };
     #[pymodule_export]
-    use super::readers::chat_fast;
+    use super::readers::{chat_fast, chat_fast_prefix};
     #[pymodule_export]
     use super::render::join_renderings;
     #[pymodule_export]

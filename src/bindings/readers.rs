@@ -1,7 +1,7 @@
 //! Fast readers of provider messages in their most common shapes.
 //!
-//! `chat_fast` reads one Chat Completions message dict when it has one of the shapes servers
-//! receive on every turn: a `system`/`user` message whose content is a string, an
+//! `chat_fast` reads one Chat Completions message dict, and `chat_fast_prefix` the longest
+//! prefix of a list, when it has one of the shapes servers receive on every turn: a `system`/`user` message whose content is a string, an
 //! `assistant` one with string or null content and plain function calls whose `arguments`
 //! are the compact JSON of an object, a `tool` message with string content. Such a message
 //! needs no record of provider fields, so the result is exactly what the general reader in
@@ -50,6 +50,51 @@ pub fn chat_fast<'py>(
         Err(e) if e.is_instance_of::<PyRecursionError>(msg.py()) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// The longest prefix of `items` whose messages all have a common shape, read as
+/// `chat_fast` reads each, consecutive `tool` messages joined into one user message:
+/// `(messages, next, run, run_start)`, where `next` is the index of the first item left for
+/// the general reader and `run` the tool results read since `run_start` that a following
+/// `tool` message may still join (empty when the whole list was read).
+#[pyfunction]
+#[allow(clippy::type_complexity)] // the tuple is what the Python caller unpacks
+pub fn chat_fast_prefix<'py>(
+    loads: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+    items: &Bound<'py, PyList>,
+) -> PyResult<(Bound<'py, PyList>, usize, Bound<'py, PyList>, usize)> {
+    let py = items.py();
+    let c = classes(py)?;
+    let out = PyList::empty(py);
+    let mut run: Vec<Bound<'py, PyAny>> = Vec::new();
+    let mut run_start = 0;
+    let flush = |run: &mut Vec<Bound<'py, PyAny>>| -> PyResult<()> {
+        if !run.is_empty() {
+            let blocks = PyTuple::new(py, run.drain(..))?;
+            out.append(c.message.bind(py).call1((intern!(py, "user"), blocks))?)?;
+        }
+        Ok(())
+    };
+    let mut next = 0;
+    while next < items.len() {
+        let Some(read) = chat_fast(loads, dumps, raw_key, &items.get_item(next)?)? else {
+            return Ok((out, next, PyList::new(py, run)?, run_start));
+        };
+        if read.get_type().is(c.tool_result.bind(py)) {
+            if run.is_empty() {
+                run_start = next;
+            }
+            run.push(read);
+        } else {
+            flush(&mut run)?;
+            out.append(read)?;
+        }
+        next += 1;
+    }
+    flush(&mut run)?;
+    Ok((out, next, PyList::empty(py), run_start))
 }
 
 fn read_chat<'py>(

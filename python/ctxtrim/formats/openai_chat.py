@@ -194,6 +194,9 @@ _dumps = COMPACT_JSON.encode
 _fast: Callable[[Any], Message | ToolResultBlock | None] = functools.partial(
     _core.chat_fast, _loads, _dumps, RAW_ARGUMENTS
 )
+_fast_prefix: Callable[
+    [list[Any]], tuple[list[Message], int, list[ToolResultBlock | Block], int]
+] = functools.partial(_core.chat_fast_prefix, _loads, _dumps, RAW_ARGUMENTS)
 
 
 def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
@@ -207,10 +210,11 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
     if isinstance(messages, dict) and "messages" in messages:
         messages = messages["messages"]
     items = expect_list(messages, "messages")
-    out: list[Message] = []
-    run: list[Block] = []  # consecutive tool messages → one user message
-    run_units: list[Unit] = []
-    run_path = ""
+    # The longest prefix in common shapes is read in the core; the loop below takes the rest.
+    out, start, run, run_start = _fast_prefix(items)
+    # ``run``: consecutive tool messages → one user message
+    run_units: list[Unit] = [{"t": "tool", "n": 1} for _ in run]
+    run_path = f"messages[{run_start}]"
 
     def flush() -> None:
         if run:
@@ -222,7 +226,8 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             run.clear()
             run_units.clear()
 
-    for i, raw in enumerate(items):
+    for i in range(start, len(items)):
+        raw = items[i]
         fast = _fast(raw)
         if type(fast) is ToolResultBlock:
             if not run:
