@@ -49,6 +49,7 @@ from ctxtrim.formats import (
     to_anthropic,
     to_ctxtrim,
     to_openai_chat,
+    to_openai_chat_json,
     to_openai_responses,
 )
 from ctxtrim.strategies import TruncateToolOutputs
@@ -961,3 +962,29 @@ def _check_fast_reader(payload: list[dict[str, Any]], odd: str | None, which: li
         general = from_openai_chat(payload)
     assert fast == general
     assert [x.meta for x in fast] == [x.meta for x in general]
+
+
+def _chat_json(ms: list[Message]) -> bytes | str:
+    """``to_openai_chat_json`` of fresh copies (no kept rendering), or the error's text."""
+    try:
+        return to_openai_chat_json([Message.decode(m.encode()) for m in ms])
+    except InvalidMessage as e:
+        return f"{e.path}: {e}"
+
+
+@PROPS
+@given(ms=st.one_of(histories(), st.lists(messages(), max_size=6)), name=st.booleans())
+def test_the_fast_chat_renderer_renders_what_the_general_renderer_renders(
+    ms: list[Message], name: bool
+) -> None:
+    # Messages in common shapes are rendered in the core; the bytes must be the general
+    # renderer's, key order included, and anything else must still reach the general one.
+    from ctxtrim.formats import openai_chat
+
+    if name:
+        ms = [msgspec.structs.replace(m, name="bob") for m in ms]
+    fast = _chat_json(ms)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_chat, "_render_fast", lambda message: None)
+        general = _chat_json(ms)
+    assert fast == general

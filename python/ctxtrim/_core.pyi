@@ -19,6 +19,7 @@ __all__ = [
     "__version__",
     "chat_fast",
     "chat_fast_prefix",
+    "chat_render",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -114,6 +115,12 @@ def chat_fast_prefix(
     items: list[Any],
 ) -> tuple[list[Message], int, list[Any], int]:
     """The longest prefix of ``items`` in common shapes: ``(messages, next, run, run_start)``."""
+
+def chat_render(
+    dumps: Callable[[Any], str], raw_key: str, message: Message
+) -> list[dict[str, Any]] | None:
+    """A message with no recorded fields in a common shape as Chat Completions dicts, or
+    ``None``."""
 
 def message_post_init(message: Message) -> None:
     """``Message.__post_init__``: every check at once (meta frozen), else ``Message._check``."""

@@ -6,13 +6,13 @@
 //! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
+mod chat;
 mod checks;
 mod convert;
 mod errors;
 mod facts;
 mod log;
 mod message;
-mod readers;
 mod render;
 mod text;
 mod tokens;
@@ -26,6 +26,8 @@ use pyo3::prelude::*;
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
+    use super::chat::{chat_fast, chat_fast_prefix, chat_render};
+    #[pymodule_export]
     use super::checks::{repair_plan, validate_messages};
     #[pymodule_export]
     use super::facts::PyFacts;
@@ -36,8 +38,6 @@ mod core_module {
         frozen_json, message_assistant, message_post_init, message_tool_results, message_user,
         text_post_init, tool_result_post_init, tool_use_post_init,
     };
-    #[pymodule_export]
-    use super::readers::{chat_fast, chat_fast_prefix};
     #[pymodule_export]
     use super::render::join_renderings;
     #[pymodule_export]

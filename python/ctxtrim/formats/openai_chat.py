@@ -365,8 +365,18 @@ def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
 _ATTR = "_ctxtrim_openai_chat"
 
 
+#: A message with no recorded fields in a common shape (text; plain tool calls; string tool
+#: results alone), rendered in the core exactly as ``_render`` renders it; else None.
+_render_fast: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
+    _core.chat_render, _dumps, RAW_ARGUMENTS
+)
+
+
 def _render(m: Message, path: str) -> list[dict[str, Any]]:
     """One message's Chat Completions messages."""
+    fast = _render_fast(m)
+    if fast is not None:
+        return fast
     out: list[dict[str, Any]] = []
     at = 0
     for unit, blocks in units_for(m, KEY, _default, _fits):

@@ -1,4 +1,4 @@
-//! Fast readers of provider messages in their most common shapes.
+//! Chat Completions' most common shapes, read and rendered without the general Python code.
 //!
 //! `chat_fast` reads one Chat Completions message dict, and `chat_fast_prefix` the longest
 //! prefix of a list, when it has one of the shapes servers receive on every turn: a `system`/`user` message whose content is a string, an
@@ -9,10 +9,17 @@
 //! reader runs, which records what it must or names what is wrong. The arguments are parsed
 //! and re-encoded with the same Python functions the general reader uses (`loads`, `dumps`),
 //! so "compact JSON" means the same thing on both paths.
+//!
+//! `chat_render` is the other direction: a message with no recorded provider fields (no
+//! `meta`, no `name`) whose blocks have a common shape — text in a system, user or assistant
+//! message, plain tool calls after or among an assistant's text, string tool results alone in
+//! a user message — becomes the Chat Completions dicts the general renderer makes for it, in
+//! the same key order, so the kept JSON bytes are the same. Anything else is `None`, for the
+//! general renderer.
 
 use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
@@ -183,7 +190,7 @@ fn read_call<'py>(
     loads: &Bound<'py, PyAny>,
     dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
-    tool_use: &Py<pyo3::types::PyType>,
+    tool_use: &Py<PyType>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = call.py();
     let Ok(call) = call.cast_exact::<PyDict>() else {
@@ -221,4 +228,115 @@ fn read_call<'py>(
         return Ok(None);
     }
     tool_use.bind(py).call1((call_id, name, args)).map(Some)
+}
+
+/// The Chat Completions dicts of `message` in a common shape (see the module docs), or
+/// `None` for the general renderer. `dumps` is its canonical tool-arguments encoder and
+/// `raw_key` its marker for arguments kept as text (first, for `functools.partial`).
+#[pyfunction]
+pub fn chat_render<'py>(
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = message.py();
+    let c = classes(py)?;
+    if !message.get_type().is(c.message.bind(py))
+        || !message.getattr(intern!(py, "meta"))?.is_none()
+        || !message.getattr(intern!(py, "name"))?.is_none()
+    {
+        return Ok(None);
+    }
+    let role = message.getattr(intern!(py, "role"))?;
+    let content = message.getattr(intern!(py, "content"))?;
+    let blocks = content.cast_exact::<PyTuple>()?;
+    let is = |block: &Bound<'py, PyAny>, ty: &Py<PyType>| block.get_type().is(ty.bind(py));
+    let mut texts = Vec::with_capacity(1);
+    let mut calls = Vec::new();
+    let mut results = Vec::new();
+    for block in blocks.iter() {
+        if is(&block, &c.text) {
+            texts.push(block.getattr(intern!(py, "text"))?);
+        } else if is(&block, &c.tool_use) {
+            calls.push(block);
+        } else if is(&block, &c.tool_result) {
+            results.push(block);
+        } else {
+            return Ok(None); // images, reasoning: the general renderer
+        }
+    }
+    let role_str = role.cast_exact::<PyString>()?.to_str()?;
+    let out = PyList::empty(py);
+    if !results.is_empty() {
+        // A user message of tool results only: one `tool` message each.
+        if !texts.is_empty() || role_str != "user" {
+            return Ok(None);
+        }
+        for result in results {
+            let output = result.getattr(intern!(py, "content"))?;
+            if output.cast_exact::<PyString>().is_err() {
+                return Ok(None);
+            }
+            let d = PyDict::new(py);
+            d.set_item(intern!(py, "role"), intern!(py, "tool"))?;
+            d.set_item(
+                intern!(py, "tool_call_id"),
+                result.getattr(intern!(py, "tool_use_id"))?,
+            )?;
+            d.set_item(intern!(py, "content"), output)?;
+            out.append(d)?;
+        }
+        return Ok(Some(out));
+    }
+    if texts.is_empty() && calls.is_empty() {
+        return Ok(None);
+    }
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "role"), &role)?;
+    d.set_item(intern!(py, "content"), text_content(py, texts)?)?;
+    if !calls.is_empty() {
+        let rendered = PyList::empty(py);
+        for call in calls {
+            let input = call.getattr(intern!(py, "input"))?;
+            if input.cast::<PyDict>()?.contains(raw_key)? {
+                return Ok(None); // arguments kept as text: the general renderer
+            }
+            let function = PyDict::new(py);
+            function.set_item(intern!(py, "name"), call.getattr(intern!(py, "name"))?)?;
+            function.set_item(intern!(py, "arguments"), dumps.call1((input,))?)?;
+            let item = PyDict::new(py);
+            item.set_item(intern!(py, "id"), call.getattr(intern!(py, "id"))?)?;
+            item.set_item(intern!(py, "type"), intern!(py, "function"))?;
+            item.set_item(intern!(py, "function"), function)?;
+            rendered.append(item)?;
+        }
+        d.set_item(intern!(py, "tool_calls"), rendered)?;
+    }
+    out.append(d)?;
+    Ok(Some(out))
+}
+
+/// A message's `content`: null for no text, the string for one text block, else a list of
+/// text parts.
+fn text_content<'py>(
+    py: Python<'py>,
+    texts: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match texts.len() {
+        0 => Ok(py.None().into_bound(py)),
+        1 => Ok(texts
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| py.None().into_bound(py))),
+        _ => {
+            let parts = PyList::empty(py);
+            for text in texts {
+                let part = PyDict::new(py);
+                part.set_item(intern!(py, "type"), intern!(py, "text"))?;
+                part.set_item(intern!(py, "text"), text)?;
+                parts.append(part)?;
+            }
+            Ok(parts.into_any())
+        }
+    }
 }
