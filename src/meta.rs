@@ -3,7 +3,7 @@
 //! The core never looks inside a message: the bindings read each message once, when the
 //! appends queued since the last query are indexed (the next flush, not `append` itself),
 //! and hand over a [`Meta`]: who spoke, how many tokens it costs, which tool calls it issues and
-//! which it answers, and whether it opens a user turn. Everything the log, the boundary search
+//! which it answers, and whether it opens a user turn. Everything the log, the cut index
 //! and the validator decide is decided from these facts alone.
 //!
 //! Invariants:

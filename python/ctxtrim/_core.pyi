@@ -30,7 +30,7 @@ __all__ = [
     "repair_plan",
     "tool_result_ok",
     "tool_use_ok",
-    "validate_messages",
+    "validate",
 ]
 
 __version__: Final[str]
@@ -103,7 +103,7 @@ def tool_result_ok(block: ToolResultBlock) -> bool:
 class MessageFacts:
     """What the core read from one message, cached on it (``Message._ctxtrim_facts``)."""
 
-def validate_messages(
+def validate(
     messages: Sequence[Message],
 ) -> list[tuple[str, int, str | None, int | None, str]]:
     """``(kind, index, tool_use_id, related_index, description)`` per violation."""

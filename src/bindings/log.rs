@@ -546,7 +546,7 @@ impl PyMessageLog {
         self.indexed(py).round_count()
     }
 
-    // ---- pair-safe boundary ---------------------------------------------------------------
+    // ---- pair-safe cuts -------------------------------------------------------------------
 
     /// Whether keeping `messages[i:]` separates no tool use from its result.
     fn is_safe_cut(&self, py: Python<'_>, i: usize) -> bool {

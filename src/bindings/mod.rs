@@ -6,7 +6,6 @@
 //! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
-mod checks;
 mod convert;
 mod errors;
 mod facts;
@@ -16,6 +15,7 @@ mod render;
 mod text;
 mod tokens;
 mod turn;
+mod validate;
 mod window;
 
 use pyo3::prelude::*;
@@ -24,8 +24,6 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_core")]
 mod core_module {
-    #[pymodule_export]
-    use super::checks::{repair_plan, validate_messages};
     #[pymodule_export]
     use super::facts::PyFacts;
     #[pymodule_export]
@@ -40,6 +38,8 @@ mod core_module {
     use super::tokens::{estimate_tokens, image_size, image_tokens, message_tokens, price_table};
     #[pymodule_export]
     use super::turn::{PyTurnCounter, PyTurnId};
+    #[pymodule_export]
+    use super::validate::{repair_plan, validate};
     #[pymodule_export]
     use super::window::cut_window;
 
