@@ -356,16 +356,8 @@ fn kth_last(starts: &Vector<usize>, k: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::examples::{call, results, user};
 
-    fn user() -> Meta {
-        Meta::user(10)
-    }
-    fn call(ids: &[&str]) -> Meta {
-        Meta::assistant(10).with_tool_uses(ids.iter().copied())
-    }
-    fn results(ids: &[&str]) -> Meta {
-        Meta::new(Role::User, 10).with_tool_results(ids.iter().copied())
-    }
     fn safe(metas: &[Meta]) -> Vec<usize> {
         Cuts::from_metas(metas).safe_cuts().collect()
     }

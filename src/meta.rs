@@ -126,6 +126,27 @@ impl Meta {
     }
 }
 
+/// The three kinds of message the cut index and validation tests build histories from.
+#[cfg(test)]
+pub(crate) mod examples {
+    use super::{Meta, Role};
+
+    /// A real user message (a turn start).
+    pub(crate) fn user() -> Meta {
+        Meta::user(10)
+    }
+
+    /// An assistant message issuing tool calls `ids`.
+    pub(crate) fn call(ids: &[&str]) -> Meta {
+        Meta::assistant(10).with_tool_uses(ids.iter().copied())
+    }
+
+    /// A user message holding only the results for `ids`.
+    pub(crate) fn results(ids: &[&str]) -> Meta {
+        Meta::new(Role::User, 10).with_tool_results(ids.iter().copied())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

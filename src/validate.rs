@@ -484,16 +484,7 @@ pub fn repair_plan(metas: &[Meta]) -> Vec<RepairOp> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn user() -> Meta {
-        Meta::user(10)
-    }
-    fn call(ids: &[&str]) -> Meta {
-        Meta::assistant(10).with_tool_uses(ids.iter().copied())
-    }
-    fn results(ids: &[&str]) -> Meta {
-        Meta::new(Role::User, 10).with_tool_results(ids.iter().copied())
-    }
+    use crate::meta::examples::{call, results, user};
 
     #[test]
     fn validate_valid_history_is_empty() {
