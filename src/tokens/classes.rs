@@ -13,8 +13,8 @@
 //!
 //! Invariants: every byte of a block is in exactly one of `letter`, `digit`, `space`,
 //! `newline`, `punct` and `nonascii`; [`Wide::lead`] marks exactly the first bytes of the
-//! non-ASCII characters that are not `han`, `kana` or `hangul`. Both classifiers give the
-//! same masks for any bytes (`avx2_matches_scalar`).
+//! non-ASCII characters not counted as `han`, `kana` or `hangul` (the caller decodes
+//! those). Both classifiers give the same masks for any bytes (`avx2_matches_scalar`).
 
 use std::ops::{BitAnd, BitOr, Not};
 

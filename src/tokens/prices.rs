@@ -5,7 +5,7 @@
 //! `tokens` give the table and the errors measured). They are kept in hundredths of a token
 //! and rounded once at the end, so fractions add up instead of being rounded away run by run.
 //!
-//! Invariants: every pattern price fits a signed byte's magnitude (`pattern_prices_fit_a_byte`),
+//! Invariants: every pattern price's magnitude fits in a byte (`pattern_prices_fit_a_byte`),
 //! since the vector path multiplies counts by `|price|` as an unsigned byte ([`ByteWeight`]);
 //! `CL100K_BYTES` and `O200K_BYTES` are the same prices in that form, built at compile time.
 
