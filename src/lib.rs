@@ -2,9 +2,10 @@
 //!
 //! The crate keeps an agent's message history in a persistent append log ([`log::MessageLog`])
 //! whose snapshots and forks are O(1), prices messages in tokens without a tokenizer
-//! ([`tokens`]), and finds cuts that never separate a tool call from its result
-//! ([`boundary`]). It is generic over the message payload and knows nothing of Python: the
-//! PyO3 bindings (feature `python`) wrap it for the `ctxtrim` Python package.
+//! ([`tokens`]), finds cuts that never separate a tool call from its result ([`cuts`]), and
+//! checks and repairs the pairing of a plain list of messages ([`validate`]). It is generic
+//! over the message payload and knows nothing of Python: the PyO3 bindings (feature
+//! `python`) wrap it for the `ctxtrim` Python package.
 //!
 //! ```
 //! use ctxtrim::log::MessageLog;
@@ -28,14 +29,16 @@
 
 #![deny(unsafe_code)]
 
-pub mod boundary;
+pub mod cuts;
 pub mod log;
 pub mod meta;
 pub mod queue;
+mod search;
 pub mod tail;
 pub mod text;
 pub mod tokens;
 pub mod turn;
+pub mod validate;
 pub mod window;
 
 #[cfg(feature = "python")]

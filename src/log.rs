@@ -6,7 +6,7 @@
 //! - A clone (snapshot, fork) is a value: nothing done to the original afterwards is visible in
 //!   it, and nothing done to it is visible in the original.
 //! - Every entry's cumulative token count is the sum of `meta.tokens` of it and all entries
-//!   before it; the boundary index (safe cuts, turns, rounds, the call-id map) always describes
+//!   before it; the cut index (safe cuts, turns, rounds, the call-id map) always describes
 //!   exactly the entries present.
 //! - Turn numbers never decrease along the log, so one turn's messages are contiguous.
 //!
@@ -22,7 +22,7 @@
 //! clone is O(1) and `push_back` on a shared vector copies only the tail chunk and the path to
 //! it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64 reference-count
 //! bumps, never a deep copy of payloads or metas. The safe cuts, turn and round starts and the
-//! call-id map live in the same value (`BoundaryIndex`: `imbl` vectors and a HAMT keyed by
+//! call-id map live in the same value (`Cuts`: `imbl` vectors and a HAMT keyed by
 //! `Arc<str>`, so copying a HAMT node bumps counts instead of allocating), and the whole state
 //! sits behind one more `Arc`: a snapshot is one reference-count bump instead of ~20 (one per
 //! tree root), and the first write after it pays that copy once.
@@ -41,7 +41,7 @@
 //! -----
 //! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
 //! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
-//! Boundary queries: searches that gallop from where the answer should be, O(log n) probes at
+//! Cut queries: searches that gallop from where the answer should be, O(log n) probes at
 //! worst and O(log d) for an answer d places from that guess — a budget's cut lies near the
 //! end, so `fit_budget` costs the same at 100k entries as at 1k.
 //! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n).
@@ -63,8 +63,9 @@ use std::sync::Arc;
 
 use imbl::Vector;
 
-use crate::boundary::{partition_point, partition_point_near, BoundaryIndex, PinnedHead};
+use crate::cuts::{Cuts, PinnedHead};
 use crate::meta::{Meta, Role};
+use crate::search::{partition_point, partition_point_near};
 use crate::turn::{Owner, TurnCounter, TurnId};
 
 /// One message in the log: the caller's payload plus what trimming needs to know about it.
@@ -194,7 +195,7 @@ pub struct MessageLog<P> {
 /// The log's state; every part is persistent, so copying it copies roots, not entries.
 struct State<P> {
     entries: Vector<Arc<Entry<P>>>,
-    index: BoundaryIndex,
+    index: Cuts,
     counter: TurnCounter,
     generation: u64,
     anchor: Option<Anchor>,
@@ -257,7 +258,7 @@ impl<P: Clone> MessageLog<P> {
         Self {
             s: Arc::new(State {
                 entries: Vector::new(),
-                index: BoundaryIndex::new(),
+                index: Cuts::new(),
                 counter: TurnCounter::new(),
                 generation: 0,
                 anchor: None,
@@ -576,7 +577,7 @@ impl<P: Clone> MessageLog<P> {
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(start),
-                index: BoundaryIndex::from_metas(self.range(0, start).map(|e| &e.meta)),
+                index: Cuts::from_metas(self.range(0, start).map(|e| &e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
@@ -618,7 +619,7 @@ impl<P: Clone> MessageLog<P> {
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(index),
-                index: BoundaryIndex::from_metas(self.range(0, index).map(|e| &e.meta)),
+                index: Cuts::from_metas(self.range(0, index).map(|e| &e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
@@ -719,15 +720,15 @@ impl<P: Clone> MessageLog<P> {
         self.s.counter.current()
     }
 
-    /// Number of rounds (see [`crate::boundary`]).
+    /// Number of rounds (see [`crate::cuts`]).
     #[must_use]
     pub fn round_count(&self) -> usize {
         self.s.index.round_count()
     }
 
-    /// The boundary index of the log (safe cuts, turn and round starts).
+    /// The cut index of the log (safe cuts, turn and round starts).
     #[must_use]
-    pub fn boundaries(&self) -> &BoundaryIndex {
+    pub fn cuts(&self) -> &Cuts {
         &self.s.index
     }
 
@@ -872,7 +873,7 @@ impl<P: Clone> MessageLog<P> {
         }
     }
 
-    /// The pinned head (see [`BoundaryIndex::pinned_head`]). O(log n).
+    /// The pinned head (see [`Cuts::pinned_head`]). O(log n).
     #[must_use]
     pub fn pinned_head(&self, pin_task: bool) -> PinnedHead {
         self.s.index.pinned_head(pin_task)
@@ -979,7 +980,7 @@ mod tests {
     }
 
     #[test]
-    fn boundaries() {
+    fn safe_cuts_turns_and_rounds() {
         let log = agent_log();
         assert!(log.is_safe_cut(2));
         assert!(!log.is_safe_cut(3));

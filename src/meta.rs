@@ -3,7 +3,7 @@
 //! The core never looks inside a message: the bindings read each message once, when the
 //! appends queued since the last query are indexed (the next flush, not `append` itself),
 //! and hand over a [`Meta`]: who spoke, how many tokens it costs, which tool calls it issues and
-//! which it answers, and whether it opens a user turn. Everything the log, the boundary search
+//! which it answers, and whether it opens a user turn. Everything the log, the cut index
 //! and the validator decide is decided from these facts alone.
 //!
 //! Invariants:
@@ -123,6 +123,27 @@ impl Meta {
     #[must_use]
     pub fn has_tool_blocks(&self) -> bool {
         !self.tool_uses.is_empty() || !self.tool_results.is_empty()
+    }
+}
+
+/// The three kinds of message the cut index and validation tests build histories from.
+#[cfg(test)]
+pub(crate) mod examples {
+    use super::{Meta, Role};
+
+    /// A real user message (a turn start).
+    pub(crate) fn user() -> Meta {
+        Meta::user(10)
+    }
+
+    /// An assistant message issuing tool calls `ids`.
+    pub(crate) fn call(ids: &[&str]) -> Meta {
+        Meta::assistant(10).with_tool_uses(ids.iter().copied())
+    }
+
+    /// A user message holding only the results for `ids`.
+    pub(crate) fn results(ids: &[&str]) -> Meta {
+        Meta::new(Role::User, 10).with_tool_results(ids.iter().copied())
     }
 }
 

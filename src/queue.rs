@@ -126,7 +126,7 @@ mod tests {
             queue.flush_into(&mut lazy, |n| (n, meta_of(n)));
             prop_assert!(queue.is_empty());
             prop_assert_eq!(lazy.total_tokens(), eager.total_tokens());
-            let cuts = |log: &MessageLog<u32>| log.boundaries().safe_cuts().collect::<Vec<_>>();
+            let cuts = |log: &MessageLog<u32>| log.cuts().safe_cuts().collect::<Vec<_>>();
             prop_assert_eq!(cuts(&lazy), cuts(&eager));
             let turns = |log: &MessageLog<u32>| log.iter().map(|e| e.turn).collect::<Vec<_>>();
             prop_assert_eq!(turns(&lazy), turns(&eager));

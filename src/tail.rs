@@ -23,7 +23,7 @@
 //! call may be answered anywhere), so [`HeadReader`] says [`HeadStep::Whole`] and the caller
 //! uses the whole history. Well-formed agent histories (system, task, then rounds) never do.
 
-use crate::boundary::PinnedHead;
+use crate::cuts::PinnedHead;
 use crate::log::{Cut, MessageLog};
 use crate::meta::{Meta, Role};
 use crate::window::{decide, keep_all, Answer, CutIndex, NeedMore, Options, Rule, Window};

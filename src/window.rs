@@ -22,7 +22,7 @@
 //! a safe cut at or after the head's floor; `unchanged` is true exactly when the ranges cover
 //! every message.
 
-use crate::boundary::PinnedHead;
+use crate::cuts::PinnedHead;
 use crate::log::{Cut, MessageLog};
 use crate::meta::Role;
 
@@ -42,7 +42,7 @@ pub trait CutIndex {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The pinned head (see [`crate::boundary::BoundaryIndex::pinned_head`]).
+    /// The pinned head (see [`crate::cuts::Cuts::pinned_head`]).
     fn pinned_head(&self, pin_task: bool) -> Answer<PinnedHead>;
     /// Tokens of messages `[start, end)`.
     fn tokens(&self, start: usize, end: usize) -> Answer<u64>;

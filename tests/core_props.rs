@@ -1,4 +1,4 @@
-//! Property tests of the core: every boundary query agrees with a brute-force reading of its
+//! Property tests of the core: every cut query agrees with a brute-force reading of its
 //! definition, snapshots and forks never see each other's changes, `replace_prefix` is a
 //! compare-and-swap, and applying a repair plan leaves nothing for `validate` to report.
 #![allow(
@@ -6,12 +6,12 @@
     reason = "the brute-force reference readings are test code: a failed unwrap fails the test"
 )]
 
-use ctxtrim::boundary::PinnedHead;
-use ctxtrim::boundary::{repair_plan, validate, RepairOp};
+use ctxtrim::cuts::PinnedHead;
 use ctxtrim::log::{Cut, Entry, LogError, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
 use ctxtrim::tail::decide_from_end;
 use ctxtrim::turn::TurnId;
+use ctxtrim::validate::{repair_plan, validate, RepairOp};
 use ctxtrim::window::{decide, Options, Rule};
 use proptest::prelude::*;
 

@@ -20,6 +20,10 @@ processes, which re-open them there (see :func:`append_worker`).
 processes. The servers are the session's (``tests/conftest.py`` starts them and sets
 ``CTXTRIM_REDIS_URL`` / ``CTXTRIM_POSTGRES_DSN``, or the variables name existing ones);
 server backends are skipped, with the reason, when their variable is unset.
+
+The fault tests kill or freeze a server, so they run a private one of each kind
+(``SERVER_KINDS``, :func:`private_server`); :func:`open_server_store` is the one way every
+test and child process opens a store on a server, shared or private.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +44,59 @@ from typing import Any, Protocol
 import pytest
 
 from ctxtrim import ContextStore, MemoryContextStore, Message, SQLiteContextStore
+
+from servers import Server, find_postgres, find_redis, postgres_server, redis_server
+
+
+async def open_server_store(
+    kind: str, url: str, session_id: str | None, namespace: str, **options: Any
+) -> ContextStore:
+    """A store on session ``session_id`` of the ``kind`` (``"redis"`` or ``"postgres"``)
+    server at ``url``, in ``namespace`` (the Redis key prefix, the PostgreSQL schema);
+    ``options`` go to the store's ``open``."""
+    if kind == "redis":
+        from ctxtrim.stores.redis import RedisContextStore
+
+        return await RedisContextStore.open(url, session_id, prefix=namespace, **options)
+    if kind == "postgres":
+        from ctxtrim.stores.postgres import PostgresContextStore
+
+        return await PostgresContextStore.open(url, session_id, schema=namespace, **options)
+    raise ValueError(f"no server store of kind {kind!r}")
+
+
+def _binary_missing(find: Any) -> pytest.MarkDecorator:
+    found, why = find()
+    return pytest.mark.skipif(found is None, reason=why)
+
+
+#: The kinds of server a fault test runs privately, skipped with the reason when the
+#: server's binary is missing.
+SERVER_KINDS: list[Any] = [
+    pytest.param("redis", marks=_binary_missing(find_redis)),
+    pytest.param("postgres", marks=_binary_missing(find_postgres)),
+]
+#: The module a store of each kind needs (its extra).
+_DRIVER = {"redis": "redis", "postgres": "psycopg_pool"}
+
+
+@contextlib.contextmanager
+def private_server(kind: str) -> Iterator[Server]:
+    """A started server of ``kind`` of the test's own, with its data in a temp dir, so that
+    killing or freezing it disturbs nothing else; stopped and removed on exit. Skips when
+    the kind's extra is not installed. Redis keeps an AOF with ``appendfsync always``, and
+    ``start()`` returns once it is loaded (no ``LOADING`` replies after it)."""
+    pytest.importorskip(_DRIVER[kind], reason=f"the {kind} extra is not installed")
+    # Not tmp_path: the postgres user must be able to reach it.
+    workdir = Path(tempfile.mkdtemp(prefix=f"ctxtrim-{kind}-"))
+    workdir.chmod(0o755)
+    server = redis_server(workdir) if kind == "redis" else postgres_server(workdir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 class Backend(Protocol):
@@ -90,25 +149,23 @@ class SQLiteBackend:
 
 @dataclass(frozen=True)
 class RedisBackend:
-    """A fresh key prefix on the server at ``url``."""
+    """A fresh key prefix (``namespace``) on the server at ``url``."""
 
     url: str
-    prefix: str
+    namespace: str
     name: str = "redis"
     persistent: bool = True
     lists_all_sessions: bool = True
 
     async def open(self, session_id: str | None = None) -> ContextStore:
-        from ctxtrim.stores.redis import RedisContextStore
-
-        return await RedisContextStore.open(self.url, session_id, prefix=self.prefix)
+        return await open_server_store(self.name, self.url, session_id, self.namespace)
 
     async def cleanup(self) -> None:
         import redis.asyncio as aioredis
 
         client = aioredis.Redis.from_url(self.url)
         try:
-            keys = [k async for k in client.scan_iter(match=f"{self.prefix}:*", count=1000)]
+            keys = [k async for k in client.scan_iter(match=f"{self.namespace}:*", count=1000)]
             if keys:
                 await client.delete(*keys)
         finally:
@@ -117,28 +174,26 @@ class RedisBackend:
 
 @dataclass(frozen=True)
 class PostgresBackend:
-    """A fresh schema in the database at ``dsn``."""
+    """A fresh schema (``namespace``) in the database at ``url`` (a DSN)."""
 
-    dsn: str
-    schema: str
+    url: str
+    namespace: str
     name: str = "postgres"
     persistent: bool = True
     lists_all_sessions: bool = True
 
     async def open(self, session_id: str | None = None) -> ContextStore:
-        from ctxtrim.stores.postgres import PostgresContextStore
-
-        return await PostgresContextStore.open(
-            self.dsn, session_id, schema=self.schema, max_connections=2
+        return await open_server_store(
+            self.name, self.url, session_id, self.namespace, max_connections=2
         )
 
     async def cleanup(self) -> None:
         import psycopg
         from psycopg import sql
 
-        async with await psycopg.AsyncConnection.connect(self.dsn, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
             await conn.execute(
-                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.namespace))
             )
 
 

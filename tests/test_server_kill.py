@@ -14,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import random
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -27,23 +25,21 @@ import pytest
 from ctxtrim import ContextStore, Message
 from ctxtrim.errors import OutcomeUnknownError, StoreError
 
-from servers import Server, find_postgres, find_redis, postgres_server, redis_server, report
+from servers import Server, report
+from store_backends import SERVER_KINDS, open_server_store, private_server
 
 StoreFactory = Callable[[], Awaitable[ContextStore]]
 
 WRITER = r"""
 import asyncio, random, sys
-from ctxtrim import Message
 kind, url, sid, start = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 namespace = sys.argv[5]  # the Redis prefix or the PostgreSQL schema
+sys.path.insert(0, sys.argv[6])  # tests/
+from ctxtrim import Message
+from store_backends import open_server_store
 
 async def main():
-    if kind == "redis":
-        from ctxtrim.stores.redis import RedisContextStore
-        store = await RedisContextStore.open(url, sid, prefix=namespace, connect_timeout=2)
-    else:
-        from ctxtrim.stores.postgres import PostgresContextStore
-        store = await PostgresContextStore.open(url, sid, schema=namespace, connect_timeout=2)
+    store = await open_server_store(kind, url, sid, namespace, connect_timeout=2)
     print("ready", flush=True)
     i = start
     while True:
@@ -59,18 +55,10 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    # Not tmp_path: the postgres user must be able to reach it.
-    path = Path(tempfile.mkdtemp(prefix="ctxtrim-kill-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def start_writer(kind: str, url: str, start: int, namespace: str = "kill") -> subprocess.Popen[str]:
+    tests_dir = str(Path(__file__).parent)
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, kind, url, "victim", str(start), namespace],
+        [sys.executable, "-c", WRITER, kind, url, "victim", str(start), namespace, tests_dir],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -162,70 +150,37 @@ def check_history(store_factory: StoreFactory, acked: set[str]) -> dict[str, int
     return asyncio.run(go())
 
 
-@pytest.mark.skipif(find_redis()[0] is None, reason=find_redis()[1])
-def test_kill9_of_redis_with_aof_loses_no_acknowledged_append(
-    workdir: Path, request: pytest.FixtureRequest
-) -> None:
-    pytest.importorskip("redis", reason="the redis extra is not installed")
-    from ctxtrim.stores.redis import RedisContextStore
-
-    server = redis_server(workdir)
-    url = server.url
-    server.start()  # start() returns once the AOF is loaded (no LOADING replies after it)
-    try:
-
-        def open_store() -> Awaitable[ContextStore]:
-            return RedisContextStore.open(url, "victim", prefix="kill", timeout=3)
-
-        counts = run_rounds(
-            server,
-            "redis",
-            url,
-            rounds=5,
-            check=lambda acked: check_history(open_store, acked),
-        )
-        report(request, "server kill -9 x5 (batches)", "redis", **counts)
+def connection_error(kind: str) -> type[BaseException]:
+    """The error the driver of ``kind`` raises when its server is gone."""
+    if kind == "redis":
         import redis.exceptions
 
-        check_typed_error_when_the_server_dies(
-            server,
-            open_store,
-            redis.exceptions.ConnectionError,
-        )
-    finally:
-        server.stop()
+        return redis.exceptions.ConnectionError
+    import psycopg
+
+    return psycopg.OperationalError
 
 
-@pytest.mark.skipif(find_postgres()[0] is None, reason=find_postgres()[1])
-def test_kill9_of_postgres_loses_no_acknowledged_append(
-    workdir: Path, request: pytest.FixtureRequest
+#: Kill rounds per kind (a PostgreSQL restart, with crash recovery, takes longer).
+ROUNDS = {"redis": 5, "postgres": 3}
+
+
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_kill9_of_the_server_loses_no_acknowledged_append(
+    kind: str, request: pytest.FixtureRequest
 ) -> None:
-    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
-    from ctxtrim.stores.postgres import PostgresContextStore
-
-    server = postgres_server(workdir)
-    dsn = server.url
-    server.start()
-    try:
+    with private_server(kind) as server:
+        url = server.url
 
         def open_store() -> Awaitable[ContextStore]:
-            return PostgresContextStore.open(dsn, "victim", schema="kill", timeout=3)
+            return open_server_store(kind, url, "victim", "kill", timeout=3)
 
         counts = run_rounds(
             server,
-            "postgres",
-            dsn,
-            rounds=3,
+            kind,
+            url,
+            rounds=ROUNDS[kind],
             check=lambda acked: check_history(open_store, acked),
         )
-        report(request, "server kill -9 x3 (batches)", "postgres", **counts)
-        import psycopg
-
-        check_typed_error_when_the_server_dies(
-            server,
-            open_store,
-            psycopg.OperationalError,
-        )
-    finally:
-        server.stop()
+        report(request, f"server kill -9 x{ROUNDS[kind]} (batches)", kind, **counts)
+        check_typed_error_when_the_server_dies(server, open_store, connection_error(kind))

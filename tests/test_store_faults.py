@@ -17,7 +17,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,25 +25,21 @@ import pytest
 
 from ctxtrim import ContextStore, Message, OutcomeUnknownError, StaleGenerationError, StoreError
 
-from servers import Server, find_postgres, find_redis, postgres_server, redis_server, report
-from store_backends import PERSISTENT_BACKENDS, Backend, opened
+from servers import Server, report
+from store_backends import (
+    PERSISTENT_BACKENDS,
+    SERVER_KINDS,
+    Backend,
+    open_server_store,
+    opened,
+    private_server,
+)
 from test_server_kill import check_history, start_writer
 
 TIMEOUT = 1.5  # the store's bound in these tests
 MARGIN = 1.0  # what a loaded 2-core machine may add to it
 
 Opener = Callable[..., Awaitable[ContextStore]]
-
-
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    import shutil
-    import tempfile
-
-    path = Path(tempfile.mkdtemp(prefix="ctxtrim-stop-"))
-    path.chmod(0o755)  # the postgres user must reach it
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 async def _timed(call: Awaitable[Any]) -> tuple[BaseException | None, float]:
@@ -106,47 +102,17 @@ async def _stopped_server_round(server: Server, open_store: Opener) -> dict[str,
         await store.close()
 
 
-@pytest.mark.skipif(find_redis()[0] is None, reason=find_redis()[1])
-def test_a_stopped_redis_gives_typed_errors_within_the_timeout(
-    workdir: Path, request: pytest.FixtureRequest
+@pytest.mark.parametrize("kind", SERVER_KINDS)
+def test_a_stopped_server_gives_typed_errors_within_the_timeout(
+    kind: str, request: pytest.FixtureRequest
 ) -> None:
-    pytest.importorskip("redis", reason="the redis extra is not installed")
-    from ctxtrim.stores.redis import RedisContextStore
-
-    server = redis_server(workdir)
-    url = server.url
-    server.start()
-    try:
+    with private_server(kind) as server:
         counts = asyncio.run(
             _stopped_server_round(
-                server,
-                lambda **kw: RedisContextStore.open(url, "paused", prefix="stop", **kw),
+                server, lambda **kw: open_server_store(kind, server.url, "paused", "stop", **kw)
             )
         )
-    finally:
-        server.stop()
-    report(request, "server SIGSTOP", "redis", **counts)
-
-
-@pytest.mark.skipif(find_postgres()[0] is None, reason=find_postgres()[1])
-def test_a_stopped_postgres_gives_typed_errors_within_the_timeout(
-    workdir: Path, request: pytest.FixtureRequest
-) -> None:
-    pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
-    from ctxtrim.stores.postgres import PostgresContextStore
-
-    server = postgres_server(workdir)
-    dsn = server.url
-    server.start()
-    try:
-        counts = asyncio.run(
-            _stopped_server_round(
-                server, lambda **kw: PostgresContextStore.open(dsn, "paused", **kw)
-            )
-        )
-    finally:
-        server.stop()
-    report(request, "server SIGSTOP", "postgres", **counts)
+    report(request, "server SIGSTOP", kind, **counts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,23 +124,17 @@ def test_kill9_of_a_writer_loses_no_acknowledged_append(
     factory: Callable[[Path], Backend], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     backend: Any = factory(tmp_path)
-    open_store: Callable[[], Awaitable[ContextStore]]
-    if backend.name == "redis":
-        url, namespace = backend.url, backend.prefix
-        from ctxtrim.stores.redis import RedisContextStore
+    kind, url, namespace = backend.name, backend.url, backend.namespace
 
-        open_store = lambda: RedisContextStore.open(url, "victim", prefix=namespace)  # noqa: E731
-    else:
-        url, namespace = backend.dsn, backend.schema
-        from ctxtrim.stores.postgres import PostgresContextStore
+    def open_store() -> Awaitable[ContextStore]:
+        return open_server_store(kind, url, "victim", namespace)
 
-        open_store = lambda: PostgresContextStore.open(url, "victim", schema=namespace)  # noqa: E731
     rng = random.Random(7)
     acked: set[str] = set()
     counts: dict[str, int] = {}
     try:
         for r in range(5):
-            writer = start_writer(backend.name, url, r * 100_000, namespace)
+            writer = start_writer(kind, url, r * 100_000, namespace)
             assert writer.stdout is not None
             assert writer.stdout.readline().strip() == "ready"
             time.sleep(rng.uniform(0.1, 0.4))

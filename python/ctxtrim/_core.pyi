@@ -37,7 +37,7 @@ __all__ = [
     "text_post_init",
     "tool_result_post_init",
     "tool_use_post_init",
-    "validate_messages",
+    "validate",
 ]
 
 _M = TypeVar("_M", bound=Message)
@@ -176,7 +176,7 @@ def message_tool_results(
 class MessageFacts:
     """What the core read from one message, cached on it (``Message._ctxtrim_facts``)."""
 
-def validate_messages(
+def validate(
     messages: Sequence[Message],
 ) -> list[tuple[str, int, str | None, int | None, str]]:
     """``(kind, index, tool_use_id, related_index, description)`` per violation."""

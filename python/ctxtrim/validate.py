@@ -55,7 +55,7 @@ class Violation:
 
 def validate(messages: Sequence[Message]) -> list[Violation]:
     """Every violation in ``messages``, ordered by message index. Never mutates."""
-    return [Violation(*row) for row in _core.validate_messages(messages)]
+    return [Violation(*row) for row in _core.validate(messages)]
 
 
 def repair(messages: Sequence[Message]) -> list[Message]:

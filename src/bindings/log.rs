@@ -32,6 +32,7 @@ use super::errors::{log_error, turn_error};
 use super::facts::facts_of;
 use super::tokens::encoding_of;
 use crate::log::{LogError, MessageLog};
+use crate::meta::Meta;
 use crate::queue::IndexQueue;
 use crate::tokens::Encoding;
 use crate::turn::TurnId;
@@ -40,6 +41,18 @@ use crate::turn::TurnId;
 /// snapshots never needs the interpreter.
 type Payload = Arc<Py<PyAny>>;
 pub type Log = MessageLog<Payload>;
+
+/// A message as the core log holds it: the object, and its facts (`tokens`, if given,
+/// overriding the estimate under `encoding`).
+fn entry(
+    py: Python<'_>,
+    message: Py<PyAny>,
+    tokens: Option<u32>,
+    encoding: Encoding,
+) -> (Payload, Meta) {
+    let meta = indexed_meta(message.bind(py), tokens, encoding);
+    (Arc::new(message), meta)
+}
 
 /// The Python list that mirrors the messages, for cheap reads.
 enum Mirror {
@@ -80,8 +93,7 @@ impl State {
     fn flush(&mut self, py: Python<'_>) {
         let encoding = self.encoding;
         self.queued.flush_into(&mut self.log, |(message, tokens)| {
-            let meta = indexed_meta(message.bind(py), tokens, encoding);
-            (Arc::new(message), meta)
+            entry(py, message, tokens, encoding)
         });
     }
 
@@ -431,10 +443,7 @@ impl PyMessageLog {
         let encoding = self.state(py).encoding;
         let entries: Vec<(Payload, _)> = messages_of(messages, tokens)?
             .into_iter()
-            .map(|(m, t)| {
-                let meta = indexed_meta(m.bind(py), t, encoding);
-                (Arc::new(m), meta)
-            })
+            .map(|(message, tokens)| entry(py, message, tokens, encoding))
             .collect();
         self.rewrite(py, move |log| {
             log.replace_prefix(upto, entries.clone(), expected_generation)
@@ -470,8 +479,7 @@ impl PyMessageLog {
         self.writable()?;
         check_message(message, "message")?;
         let encoding = self.state(py).encoding;
-        let meta = indexed_meta(message, tokens, encoding);
-        let payload: Payload = Arc::new(message.clone().unbind());
+        let (payload, meta) = entry(py, message.clone().unbind(), tokens, encoding);
         self.rewrite(py, move |log| {
             log.replace_at(index, payload.clone(), meta.clone(), expected_generation)
         })
@@ -546,7 +554,7 @@ impl PyMessageLog {
         self.indexed(py).round_count()
     }
 
-    // ---- pair-safe boundary ---------------------------------------------------------------
+    // ---- pair-safe cuts -------------------------------------------------------------------
 
     /// Whether keeping `messages[i:]` separates no tool use from its result.
     fn is_safe_cut(&self, py: Python<'_>, i: usize) -> bool {

@@ -7,7 +7,6 @@
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
 mod chat;
-mod checks;
 mod convert;
 mod errors;
 mod facts;
@@ -17,6 +16,7 @@ mod render;
 mod text;
 mod tokens;
 mod turn;
+mod validate;
 mod window;
 
 use pyo3::prelude::*;
@@ -27,8 +27,6 @@ use pyo3::prelude::*;
 mod core_module {
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
-    #[pymodule_export]
-    use super::checks::{repair_plan, validate_messages};
     #[pymodule_export]
     use super::facts::PyFacts;
     #[pymodule_export]
@@ -46,6 +44,8 @@ mod core_module {
     use super::tokens::{estimate_tokens, image_size, image_tokens, message_tokens, price_table};
     #[pymodule_export]
     use super::turn::{PyTurnCounter, PyTurnId};
+    #[pymodule_export]
+    use super::validate::{repair_plan, validate};
     #[pymodule_export]
     use super::window::cut_window;
 

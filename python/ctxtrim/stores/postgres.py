@@ -736,46 +736,19 @@ class PostgresContextStore(ContextStore):
         if limit == 0:
             return []
         async with self._conn() as conn:
-            if limit is None:
-                cur = await conn.execute(
-                    self._sql(
-                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
-                        " WHERE session_id = %s ORDER BY seq"
-                    ),
-                    (self._key,),
-                )
-                rows = await cur.fetchall()
-            else:
-                cur = await conn.execute(
-                    self._sql(
-                        "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
-                        " WHERE session_id = %s ORDER BY seq DESC LIMIT %s"
-                    ),
-                    (self._key, limit),
-                )
-                rows = (await cur.fetchall())[::-1]
-        return self._decode(rows)[0]
-
-    async def _read_all(self) -> tuple[int, list[Message], list[int]]:
-        """Generation and history from one statement (one MVCC snapshot)."""
-        async with self._conn() as conn:
+            # Newest first so that a limit keeps the newest; `LIMIT NULL` is no limit.
             cur = await conn.execute(
                 self._sql(
-                    "SELECT s.generation, m.seq, m.tokens, m.checksum, m.payload"
-                    " FROM ctxtrim_sessions s LEFT JOIN ctxtrim_messages m"
-                    " ON m.session_id = s.session_id WHERE s.session_id = %s ORDER BY m.seq"
+                    "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"
+                    " WHERE session_id = %s ORDER BY seq DESC LIMIT %s"
                 ),
-                (self._key,),
+                (self._key, limit),
             )
-            rows = await cur.fetchall()
-        if not rows:
-            return 0, [], []
-        generation = int(rows[0][0])
-        messages, counts = self._decode([r[1:] for r in rows if r[1] is not None])
-        return generation, messages, counts
+            rows = (await cur.fetchall())[::-1]
+        return self._decode(rows)[0]
 
     async def snapshot(self) -> HistorySnapshot:
-        generation, messages, _ = await self._read_all()
+        generation, _, messages, _, _ = await self._read_since(None, None)
         return HistorySnapshot(messages, generation)
 
     async def generation(self) -> int:

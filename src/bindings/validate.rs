@@ -1,11 +1,11 @@
-//! `validate_messages` and `repair_plan`: the core's checks over a list of messages.
+//! `validate` and `repair_plan`: the core's [`crate::validate`] over a list of messages.
 //!
 //! Results cross as plain tuples; `ctxtrim.validate` turns them into typed objects.
 
 use pyo3::prelude::*;
 
 use super::convert::metas_of;
-use crate::boundary::{self, RepairOp, Violation};
+use crate::validate::{self as core, RepairOp, Violation};
 
 /// `(kind, index, tool_use_id, related_index, description)`.
 type ViolationRow = (&'static str, usize, Option<String>, Option<usize>, String);
@@ -14,9 +14,9 @@ type RepairRow = (&'static str, usize, usize, Vec<String>);
 
 /// One `ViolationRow` per violation, ordered by message index.
 #[pyfunction]
-pub fn validate_messages(messages: &Bound<'_, PyAny>) -> PyResult<Vec<ViolationRow>> {
+pub fn validate(messages: &Bound<'_, PyAny>) -> PyResult<Vec<ViolationRow>> {
     let (_, metas) = metas_of(messages, None)?;
-    Ok(boundary::validate(&metas)
+    Ok(core::validate(&metas)
         .into_iter()
         .map(|v| {
             let text = v.to_string();
@@ -71,7 +71,7 @@ pub fn validate_messages(messages: &Bound<'_, PyAny>) -> PyResult<Vec<ViolationR
 #[pyfunction]
 pub fn repair_plan(messages: &Bound<'_, PyAny>) -> PyResult<Vec<RepairRow>> {
     let (_, metas) = metas_of(messages, None)?;
-    Ok(boundary::repair_plan(&metas)
+    Ok(core::repair_plan(&metas)
         .into_iter()
         .map(|op| match op {
             RepairOp::DropResult { index, result_pos } => {
