@@ -466,3 +466,49 @@ def test_common_items_convert_as_the_responses_converter_does(item: dict[str, An
     assert [direct] == general
     assert to_openai_responses([direct]) == [item]
     assert item_to_message(item) == direct
+
+
+@st.composite
+def _agent_messages(draw: st.DrawFn) -> Message:
+    """Messages of the shapes message_to_items renders directly, and near misses of them."""
+    from ctxtrim.errors import InvalidMessage
+    from ctxtrim.messages import TextBlock, ToolResultBlock, ToolUseBlock
+
+    made = item_to_message(draw(_agent_items()))
+    role = draw(st.sampled_from([made.role, "user", "assistant", "system"]))
+    text = draw(_TEXT)
+    block = draw(
+        st.sampled_from(
+            [
+                made.content[0],
+                TextBlock(text),
+                ToolUseBlock("c", "f", {"a": text}),
+                ToolResultBlock("c", text, draw(st.booleans())),
+                ToolResultBlock("c", text, compact_summary="s"),
+            ]
+        )
+    )
+    meta = draw(st.sampled_from([made.meta, None, {"openai_responses": [{"t": "message"}]}]))
+    try:
+        return Message(role, (block,), meta=meta)
+    except InvalidMessage:  # a block its role may not hold
+        assume(False)
+        raise
+
+
+@settings(max_examples=300, deadline=None)
+@given(_agent_messages())
+def test_common_messages_render_as_the_responses_renderer_does(message: Message) -> None:
+    from ctxtrim.errors import InvalidMessage
+    from ctxtrim.formats.openai_responses import to_openai_responses
+    from ctxtrim.integrations.openai_agents import _common_message, message_to_items
+
+    direct = _common_message(message)
+    if direct is None:
+        return
+    try:
+        general = to_openai_responses([message])
+    except InvalidMessage:
+        pytest.fail(f"rendered directly, rejected by the renderer: {message!r}")
+    assert direct == general
+    assert message_to_items(message) == general

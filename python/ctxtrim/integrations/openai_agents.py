@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from ctxtrim.errors import InvalidMessage, StaleGenerationError
-from ctxtrim.formats._common import dumps_arguments, loads_arguments
+from ctxtrim.formats._common import dumps_arguments, loads_arguments, raw_arguments
 from ctxtrim.formats.openai_responses import KEY, from_openai_responses, to_openai_responses
 from ctxtrim.integrations._common import (
     Mirror,
@@ -136,10 +136,51 @@ def item_to_message(item: Any) -> Message:
     return Message.assistant(text, meta={ITEM_KEY: data})
 
 
+_SHORT_USER = {KEY: [{"t": "message", "n": 1, "short": True}]}
+_SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}]}
+
+
+def _common_message(m: Message) -> list[dict[str, Any]] | None:
+    """``to_openai_responses([m])`` built directly for the messages :func:`_common_item`
+    makes (a call, a text output, a short text message), or None. ``get_items`` renders
+    every message it returns, fresh from the store each call: the general renderer costs a
+    few µs a message, this a fraction (equal output: tests/test_integration_openai_agents.py
+    checks it on generated messages)."""
+    content = m.content
+    if len(content) != 1:
+        return None
+    b = content[0]
+    meta = m.meta
+    if meta is None:
+        if type(b) is ToolUseBlock and m.role == "assistant":
+            if raw_arguments(b.input) is not None:
+                return None
+            args = dumps_arguments(b.input)
+            return [{"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}]
+        if (
+            type(b) is ToolResultBlock
+            and m.role == "user"
+            and type(b.content) is str
+            and not b.is_error
+            and b.compact_summary is None
+        ):
+            return [{"type": "function_call_output", "call_id": b.tool_use_id, "output": b.content}]
+        return None
+    if type(b) is TextBlock and (
+        (m.role == "user" and meta == _SHORT_USER)
+        or (m.role == "assistant" and meta == _SHORT_ASSISTANT)
+    ):
+        return [{"role": m.role, "content": b.text}]
+    return None
+
+
 def message_to_items(message: Message) -> list[dict[str, Any]]:
     """The input items of one stored message (one, unless another writer stored it)."""
     if message.meta and ITEM_KEY in message.meta:
         return [message.meta[ITEM_KEY]]
+    common = _common_message(message)
+    if common is not None:
+        return common
     return to_openai_responses([message])
 
 
