@@ -352,16 +352,23 @@ class Mirror(Generic[T]):
             ranges, unchanged, over = _core.cut_window(
                 log, rule, value, pin_task=pin_task, start_with_user=start_with_user
             )
-            if unchanged:
-                ok = self.same(messages, 0, k)
-            else:
-                ok = self.same(messages, max(ranges[-1][0] - 1, 0), k) and all(
-                    self.same(messages, a, min(b, k)) for a, b in ranges[:-1]
-                )
-            if ok:
+            if self._read_same(messages, ranges, unchanged, k):
                 return ranges, unchanged, over
             self.reset()
         raise AssertionError("unreachable: a mirror rebuilt from the list stands for it")
+
+    def _read_same(self, messages: Sequence[T], ranges: Ranges, unchanged: bool, k: int) -> bool:
+        """Whether the mirror stands for what a decision on its first ``k`` items read."""
+        if unchanged:
+            return self.same(messages, 0, k)
+        cut = ranges[-1][0]
+        if not self.same(messages, cut - 1 if cut > 0 else 0, k):
+            return False
+        for a, b in ranges[:-1]:  # the pinned head: a range or two
+            b = b if b < k else k
+            if a < b and not self.same(messages, a, b):
+                return False
+        return True
 
     def reset(self) -> None:
         self.source = []
