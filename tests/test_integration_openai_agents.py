@@ -7,6 +7,7 @@ and where SQLiteSession's window is pair-safe both return the same items."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -388,9 +389,126 @@ def test_trim_input_converts_each_item_once_and_reads_only_the_window(
     assert pair_problems(first, history) == []
     assert first[0] is history[0] and first[-1]["content"] == "next"
     assert len(converted) < 2000  # the head and the tail, not 10k items
-    converted.clear()
+    # Handed again (the same objects, grown), the history is mirrored in a log: the rest
+    # of it is converted once, then each call converts only the new items.
     history += [fc("n"), fo("n")]
     second = callback(history, [user("again")])
     assert pair_problems(second, history) == []
-    assert len(converted) <= 4  # the new items only
-    assert len(set(converted)) == len(converted)
+    assert len(set(converted)) == len(converted)  # no item converted twice
+    converted.clear()
+    for k in range(3):
+        history += [fc(f"m{k}"), fo(f"m{k}")]
+        new = [user(f"more {k}")]
+        got = callback(history, new)
+        assert pair_problems(got, history) == [] and got[-1] is new[0]
+        assert len(converted) <= 3  # the new items only
+        converted.clear()
+    # A history of fresh objects (a session that decodes its items) is read from its ends.
+    fresh = [dict(it) for it in history]
+    third = callback(fresh, [user("fresh")])
+    assert pair_problems(third, fresh) == [] and third[0] is fresh[0]
+    assert len(converted) < 2000
+
+
+_TEXT = st.text(max_size=30)
+_JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _agent_items(draw: st.DrawFn) -> dict[str, Any]:
+    """Items of the shapes item_to_message builds directly, and near misses of them."""
+    kind = draw(st.sampled_from(["call", "output", "short", "other"]))
+    ident = draw(st.sampled_from(["c1", "", "call_x"]))
+    if kind == "call":
+        args = draw(st.dictionaries(_TEXT, _JSON_VALUE, max_size=3))
+        text = draw(
+            st.sampled_from(
+                [
+                    json.dumps(args, ensure_ascii=False, separators=(",", ":")),
+                    json.dumps(args),
+                    "[1]",
+                    "{bad",
+                ]
+            )
+        )
+        item = {"type": "function_call", "call_id": ident, "name": "f", "arguments": text}
+    elif kind == "output":
+        out = draw(st.one_of(_TEXT, st.just([{"type": "input_text", "text": "t"}])))
+        item = {"type": "function_call_output", "call_id": ident, "output": out}
+    elif kind == "short":
+        role = draw(st.sampled_from(["user", "assistant", "system", "developer"]))
+        item = {"role": role, "content": draw(_TEXT)}
+    else:
+        item = {"type": "message", "role": "user", "content": draw(_TEXT)}
+    if draw(st.booleans()):
+        item["id"] = "x"  # an extra key: the general converter keeps it
+    return item
+
+
+@settings(max_examples=300, deadline=None)
+@given(_agent_items())
+def test_common_items_convert_as_the_responses_converter_does(item: dict[str, Any]) -> None:
+    from ctxtrim.errors import InvalidMessage
+    from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
+    from ctxtrim.integrations.openai_agents import _common_item
+
+    direct = _common_item(item)
+    if direct is None:
+        return
+    try:
+        general = from_openai_responses([item])
+    except InvalidMessage:
+        pytest.fail(f"built directly, rejected by the converter: {item!r}")
+    assert [direct] == general
+    assert to_openai_responses([direct]) == [item]
+    assert item_to_message(item) == direct
+
+
+@st.composite
+def _agent_messages(draw: st.DrawFn) -> Message:
+    """Messages of the shapes message_to_items renders directly, and near misses of them."""
+    from ctxtrim.errors import InvalidMessage
+    from ctxtrim.messages import TextBlock, ToolResultBlock, ToolUseBlock
+
+    made = item_to_message(draw(_agent_items()))
+    role = draw(st.sampled_from([made.role, "user", "assistant", "system"]))
+    text = draw(_TEXT)
+    block = draw(
+        st.sampled_from(
+            [
+                made.content[0],
+                TextBlock(text),
+                ToolUseBlock("c", "f", {"a": text}),
+                ToolResultBlock("c", text, draw(st.booleans())),
+                ToolResultBlock("c", text, compact_summary="s"),
+            ]
+        )
+    )
+    meta = draw(st.sampled_from([made.meta, None, {"openai_responses": [{"t": "message"}]}]))
+    try:
+        return Message(role, (block,), meta=meta)
+    except InvalidMessage:  # a block its role may not hold
+        assume(False)
+        raise
+
+
+@settings(max_examples=300, deadline=None)
+@given(_agent_messages())
+def test_common_messages_render_as_the_responses_renderer_does(message: Message) -> None:
+    from ctxtrim.errors import InvalidMessage
+    from ctxtrim.formats.openai_responses import to_openai_responses
+    from ctxtrim.integrations.openai_agents import _common_message, message_to_items
+
+    direct = _common_message(message)
+    if direct is None:
+        return
+    try:
+        general = to_openai_responses([message])
+    except InvalidMessage:
+        pytest.fail(f"rendered directly, rejected by the renderer: {message!r}")
+    assert direct == general
+    assert message_to_items(message) == general

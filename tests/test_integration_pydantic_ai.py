@@ -181,10 +181,19 @@ def test_each_message_is_converted_once(monkeypatch: pytest.MonkeyPatch) -> None
     messages = history(3000)
     trim(messages)
     assert len(seen) < 1000  # the head and the tail of 6001 messages
-    seen.clear()
+    # Handed again (the same objects, grown), the history is mirrored in a log: the rest
+    # of it is converted once, then each call converts only the new round.
     messages += [
         ModelResponse(parts=[ToolCallPart("f", {}, tool_call_id="new")]),
         ModelRequest(parts=[ToolReturnPart("f", "ok", tool_call_id="new")]),
     ]
     trim(messages)
-    assert len(seen) == 2  # only the new round
+    assert len(set(seen)) == len(seen)  # no message converted twice
+    for k in range(3):
+        seen.clear()
+        messages += [
+            ModelResponse(parts=[ToolCallPart("f", {}, tool_call_id=f"new{k}")]),
+            ModelRequest(parts=[ToolReturnPart("f", "ok", tool_call_id=f"new{k}")]),
+        ]
+        trim(messages)
+        assert len(seen) == 2  # only the new round

@@ -77,7 +77,7 @@ def message_tokens(
     ``counter``'s count; either read once per message object (and counter) and cached."""
 
 def cut_window(
-    source: Sequence[Message] | MessageLog,
+    source: Sequence[Any] | MessageLog,
     rule: Literal["budget", "turns", "rounds", "messages"],
     value: int,
     *,
@@ -85,9 +85,12 @@ def cut_window(
     start_with_user: bool = True,
     counter: TokenCounter | None = None,
     encoding: str | None = None,
+    convert: Callable[[Any, int], Message] | None = None,
 ) -> tuple[list[tuple[int, int]], bool, bool]:
     """``(ranges, unchanged, over_budget)``: the ``[start, end)`` ranges a cut rule keeps.
-    A list is read from its ends only, as far back as the decision needs."""
+    A list is read from its ends only, as far back as the decision needs. With ``convert``,
+    ``source`` holds any items and message ``i`` is ``convert(source[i], i)``, called only
+    for the items read."""
 
 def join_renderings(
     messages: Sequence[Message], attr: str, render: Callable[[Message, int], bytes]

@@ -32,8 +32,13 @@ fn rule_of(rule: &str, value: u64) -> PyResult<Rule> {
 /// On a list only the head and the end are read, as far back as the decision needs, and each
 /// message's facts come from its cache (read once per message object, ever); `counter` (an
 /// exact `TokenCounter`) is asked once per message. A log brings its own counts.
+///
+/// With `convert`, `source` is a framework's list (any sequence) and message `i` is
+/// `convert(source[i], i)`, called only for the items the decision reads (the drop-ins pass
+/// their skeleton cache): the same reader as for a list of messages, over another kind of
+/// item.
 #[pyfunction]
-#[pyo3(signature = (source, rule, value, *, pin_task = true, start_with_user = true, counter = None, encoding = None))]
+#[pyo3(signature = (source, rule, value, *, pin_task = true, start_with_user = true, counter = None, encoding = None, convert = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn cut_window(
     py: Python<'_>,
@@ -44,6 +49,7 @@ pub fn cut_window(
     start_with_user: bool,
     counter: Option<&Bound<'_, PyAny>>,
     encoding: Option<&str>,
+    convert: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<WindowRow> {
     let rule = rule_of(rule, value)?;
     let options = Options {
@@ -53,6 +59,14 @@ pub fn cut_window(
     let window = if let Ok(log) = source.cast::<PyMessageLog>() {
         let log = log.get().indexed_clone(py);
         decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()))
+    } else if let Some(convert) = convert {
+        let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
+        let seq = source.cast::<PySequence>()?;
+        let len = seq.len()?;
+        decide_from_end(len, rule, options, FIRST_REGION, |i| {
+            let item = convert.call1((seq.get_item(i)?, i))?;
+            fetch(&item, encoding, counter, || format!("convert(source[{i}])"))
+        })?
     } else {
         let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
         let list = match source.cast::<PyList>() {

@@ -13,18 +13,20 @@ drop-in:
   list, often: LangGraph's reducer, the openai-agents runner). Skeletons are cached by the
   identity of the framework object, and the cache entry holds the object itself, so an id
   is never reused while its entry lives and an edited or replaced message simply misses
-  the cache. :func:`budget_window` reads only the head and the tail of the list (the tail
-  doubling until the decision cannot change with more), so a call costs O(window) however
-  long the history, and a message is converted (and counted) only when it is first read.
-* :class:`Mirror` — for the autogen contexts, which own their storage: a skeleton list
-  kept in step with the context's append-only list (O(new) a call), which the core reads
-  from its ends only.
+  the cache. :func:`budget_window` hands the list to the core, which reads it from its two
+  ends as it reads a list of ctxtrim messages (``_core.cut_window`` with ``convert``), so
+  a call costs O(window) however long the history, and a message is converted (and
+  counted) only when it is first read.
+* :class:`Mirror` — for the autogen contexts, which own their storage, and for the
+  callables once they are handed the same history again: a skeleton list and a
+  :class:`MessageLog` kept in step with the framework's append-only list (O(new) a call),
+  on which the core decides in O(log n).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from ctxtrim import _core
 from ctxtrim._core import MessageLog
@@ -112,6 +114,27 @@ class Skeletons(Generic[T]):
             out.append(hit[1])
         return out
 
+    def one(self, obj: T, i: int) -> Message:
+        """The skeleton of ``obj``, the item at index ``i`` (converted on first sight)."""
+        hit = self._cache.get(id(obj))
+        if hit is None or hit[0] is not obj:
+            sk = self._convert(obj, i)
+            hit = (obj, sk)
+            self._cache[id(obj)] = hit
+            if self.counts is not None:
+                self.counts.bind(sk, obj)
+        return hit[1]
+
+    def trim_to(self, objs: Sequence[T], ranges: Ranges) -> None:
+        """Bound the cache after a window of ``objs``: past its cap, keep the head, the
+        kept ranges and a margin before the suffix (what the next call reads again)."""
+        if len(self._cache) <= 4096 or not ranges:
+            return
+        a, b = ranges[-1]
+        keep = [o for x, y in ranges[:-1] for o in objs[x:y]]
+        keep += objs[max(a - max(b - a, 64), 0) :]
+        self.trim(keep)
+
     def trim(self, keep: Sequence[T]) -> None:
         """Bound the cache: past its cap, keep only the entries of ``keep``."""
         if len(self._cache) <= max(4096, 4 * len(keep)):
@@ -140,10 +163,6 @@ def closed_from(skeletons: Sequence[Message], start: int) -> list[bool]:
     return out
 
 
-def _tokens(skeletons: Sequence[Message], counter: Any) -> int:
-    return sum(_core.message_tokens(m, counter=counter) for m in skeletons)
-
-
 def budget_window(
     objs: Sequence[T],
     skeletons: Skeletons[T],
@@ -153,78 +172,37 @@ def budget_window(
     start_with_user: bool = False,
     counter: Any = None,
 ) -> tuple[Ranges, bool, bool]:
-    """``(ranges, unchanged, over_budget)`` of the core's budget rule on ``objs``, reading
-    (and converting) only the head and the tail of the list.
+    """``(ranges, unchanged, over_budget)`` of the core's budget rule on ``objs``.
 
-    The core decides on ``head + tail`` (the first ``h`` and last ``r`` messages). That
-    decision is the one the whole list would get when it cuts strictly inside the tail and
-    the message before the cut is already over the budget (tokens only grow going back, and
-    whether a cut is pair-safe depends only on the messages after it), and when the head
-    read holds the whole pinned head. Otherwise ``r`` (or ``h``) grows fourfold, up to the
-    whole list.
+    The core reads the list from its two ends, as far back as the decision needs (the
+    reader that serves lists of ctxtrim messages), converting an item only when it reads it
+    (``skeletons.one``: once per item object): a call costs O(window), not O(history).
     """
-    n = len(objs)
     counter = skeletons.counts if counter is None else counter
-    h = min(n, 8)
-    r = 256
-
-    def decide(sk: list[Any]) -> tuple[Ranges, bool, bool]:
-        return _core.cut_window(
-            sk,
-            "budget",
-            budget,
-            pin_task=pin_task,
-            start_with_user=start_with_user,
-            counter=counter,
-        )
-
-    while True:
-        if h + r >= n:
-            sk = skeletons.of(objs)
-            ranges, unchanged, over = decide(sk)
-            skeletons.trim(objs)
-            return ranges, unchanged, over
-        head = skeletons.of(objs[:h])
-        tail_start = n - r
-        tail = skeletons.of(objs[tail_start:], tail_start)
-        system_end, task, _, _ = MessageLog(head).pinned_head(pin_task)
-        if system_end >= h or (pin_task and task is None):
-            h *= 4  # the pinned head may go on past what was read
-            continue
-        sk = head + tail
-        ranges, unchanged, over = decide(sk)
-        if not ranges:  # nothing kept at all: let the whole list decide
-            r = n
-            continue
-        s = ranges[-1][0]
-        pinned = ranges[:-1]
-        if (
-            not unchanged
-            and s > h
-            and all(b < h for _, b in pinned)
-            and closed_from(sk, s)[0]  # no result kept whose call is in the part not read
-            and (
-                over
-                or _tokens(sk[s - 1 :], counter) + sum(_tokens(sk[a:b], counter) for a, b in pinned)
-                > budget
-            )
-        ):
-            shift = tail_start - h
-            skeletons.trim([*objs[:h], *objs[tail_start:]])
-            return (
-                [*pinned, (s + shift, ranges[-1][1] + shift)],
-                False,
-                over,
-            )
-        r *= 4
+    ranges, unchanged, over = _core.cut_window(
+        objs,
+        "budget",
+        budget,
+        pin_task=pin_task,
+        start_with_user=start_with_user,
+        counter=counter,
+        convert=skeletons.one,
+    )
+    skeletons.trim_to(objs, ranges)
+    return ranges, unchanged, over
 
 
 def take(objs: Sequence[T], ranges: Ranges) -> list[T]:
-    """``objs[a:b]`` for each range, concatenated."""
-    if len(ranges) == 1:
-        a, b = ranges[0]
-        return list(objs[a:b])
-    out: list[T] = []
+    """``objs[a:b]`` for each range, concatenated (a new list)."""
+    if type(objs) is list and ranges:  # a list's slices are new lists: no copy of a copy
+        if len(ranges) == 1:
+            a, b = ranges[0]
+            return objs[a:b]
+        out = objs[ranges[0][0] : ranges[0][1]]
+        for a, b in ranges[1:]:
+            out += objs[a:b]
+        return out
+    out = []
     for a, b in ranges:
         out += objs[a:b]
     return out
@@ -268,39 +246,129 @@ def shrink_until(
 
 
 class Mirror(Generic[T]):
-    """A skeleton list kept in step with a framework's append-only message list.
+    """Skeletons of a framework's append-only message list, kept in step with it: a list
+    and (``with_log``) a :class:`MessageLog`, on which the core decides a window in
+    O(log n) of the history's length.
 
     ``sync(messages)`` appends skeletons for new messages only (O(new)); if the list was
-    replaced or rewritten (``clear``, ``load_state``), which it detects by the identity of
-    its first and last mirrored objects, it rebuilds — reusing the skeleton of every
-    message object it has seen (``Skeletons``), so a rebuild converts nothing twice. With
-    ``with_log`` it also keeps a :class:`MessageLog` of the skeletons (O(1) safe-cut
-    queries), extended the same way.
+    replaced or rewritten (``clear``, ``load_state``, a new list), which it detects by the
+    identity of its first and last mirrored objects, it rebuilds — reusing the skeleton of
+    every message object it has seen (``Skeletons``), so a rebuild converts nothing twice.
+    A context that owns its list mirrors it at once (``eager``); a function handed a list
+    per call mirrors a list only from the second call that starts with the same object (a
+    history kept across calls), since mirroring a list seen once would convert all of it
+    where reading its ends converts only the window. ``counter`` prices the skeletons put
+    in the log (else the log's estimate).
     """
 
-    def __init__(self, skeletons: Skeletons[T], *, with_log: bool = False) -> None:
+    def __init__(
+        self,
+        skeletons: Skeletons[T],
+        *,
+        with_log: bool = False,
+        eager: bool = True,
+        counter: Any = None,
+    ) -> None:
         self.skeletons = skeletons
         self._with_log = with_log
+        self._eager = eager
+        self._counter = counter
+        self._seen: Any = None  # (lazy mode) the first item of the last list not mirrored
         self.source: list[T] = []
         self.list: list[Message] = []
         self.log = MessageLog()
 
-    def sync(self, messages: Sequence[T]) -> list[Message]:
+    def sync(self, messages: Sequence[T]) -> list[Message] | None:
+        """The skeletons of ``messages`` (None in lazy mode when the list is not mirrored)."""
         src = self.source
         k = len(src)
-        if k and (len(messages) < k or messages[0] is not src[0] or messages[k - 1] is not src[-1]):
+        n = len(messages)
+        if k and (n < k or messages[0] is not src[0] or messages[k - 1] is not src[-1]):
             self.reset()
             src = self.source
             k = 0
-        if len(messages) > k:
-            new = messages[k:]
-            skeletons = self.skeletons.of(new, k)
-            self.list.extend(skeletons)
-            if self._with_log:
-                self.log.extend(skeletons)
-            src.extend(new)
-            self.skeletons.trim(src)
+        if not k and not self._eager:
+            first = messages[0] if n else None
+            if first is None or first is not self._seen:
+                self._seen = first
+                return None
+        if n > k:
+            self.append(messages[k:], k)
         return self.list
+
+    def append(self, new: Sequence[T], k: int) -> None:
+        """Mirror ``new``, the items from index ``k`` on (the source's length)."""
+        skeletons = self.skeletons.of(new, k)
+        self.list.extend(skeletons)
+        if self._with_log:
+            self.log.extend(skeletons, tokens=self._tokens(skeletons))
+        self.source.extend(new)
+        self.skeletons.trim(self.source)
+
+    def _tokens(self, skeletons: list[Message]) -> list[int]:
+        # Read now (facts and counts are cached on each skeleton), not when the log is
+        # next indexed: a context that mirrors on append pays for a message when it arrives.
+        counter = self._counter
+        return [_core.message_tokens(sk, counter=counter) for sk in skeletons]
+
+    def same(self, messages: Sequence[T], a: int, b: int) -> bool:
+        """Whether the mirror still stands for ``messages[a:b]``: item by item the same
+        object, or an equal one (whose skeleton is the same). One list comparison, which
+        tests identity first, in C: no Python call per item."""
+        part = messages[a:b]
+        if type(part) is not list:
+            part = list(part)
+        return part == self.source[a:b]
+
+    def window(
+        self,
+        messages: Sequence[T],
+        rule: Literal["budget", "turns", "rounds", "messages"],
+        value: int,
+        *,
+        pin_task: bool,
+        start_with_user: bool,
+        extra: Sequence[Any] = (),
+        convert_extra: Callable[[Any, int], Message] | None = None,
+    ) -> tuple[Ranges, bool, bool] | None:
+        """``(ranges, unchanged, over_budget)`` of ``rule`` on ``messages`` (followed by the
+        ``extra`` items, converted by ``convert_extra``, not mirrored), decided by the core
+        on the log; None when the list is not mirrored (lazy mode).
+
+        What the decision read — the kept ranges and the message before the cut, or every
+        message when all are kept — is checked item by item (:meth:`same`); a list changed
+        there behind the mirror's back is re-read.
+        """
+        for _ in range(2):
+            if self.sync(messages) is None:
+                return None
+            log = self.log
+            k = len(self.source)
+            if extra:
+                assert convert_extra is not None
+                log = log.fork()
+                more = [convert_extra(x, k + j) for j, x in enumerate(extra)]
+                log.extend(more, tokens=self._tokens(more))
+            ranges, unchanged, over = _core.cut_window(
+                log, rule, value, pin_task=pin_task, start_with_user=start_with_user
+            )
+            if self._read_same(messages, ranges, unchanged, k):
+                return ranges, unchanged, over
+            self.reset()
+        raise AssertionError("unreachable: a mirror rebuilt from the list stands for it")
+
+    def _read_same(self, messages: Sequence[T], ranges: Ranges, unchanged: bool, k: int) -> bool:
+        """Whether the mirror stands for what a decision on its first ``k`` items read."""
+        if unchanged:
+            return self.same(messages, 0, k)
+        cut = ranges[-1][0]
+        if not self.same(messages, cut - 1 if cut > 0 else 0, k):
+            return False
+        for a, b in ranges[:-1]:  # the pinned head: a range or two
+            b = b if b < k else k
+            if a < b and not self.same(messages, a, b):
+                return False
+        return True
 
     def reset(self) -> None:
         self.source = []

@@ -35,7 +35,6 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
 
 from __future__ import annotations
 
-import operator
 from typing import Any, ClassVar
 
 from ctxtrim import _core
@@ -138,9 +137,23 @@ class _PairSafeContext(ChatCompletionContext):
     #: The autogen class this one replaces: its dumped configs load as this class.
     _autogen_name: ClassVar[str] = ""
 
+    #: Whether the view is decided on a MessageLog of the skeletons (O(log n) a view).
+    _with_log: ClassVar[bool] = True
+    #: Whether the view reads skeletons at all (Unbounded's does not).
+    _mirrors: ClassVar[bool] = True
+
     def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
         super().__init__(initial_messages)
-        self._mirror: Mirror[LLMMessage] = Mirror(Skeletons(to_skeleton, self._counts()))
+        self._mirror: Mirror[LLMMessage] = Mirror(
+            Skeletons(to_skeleton, self._counts()), with_log=self._with_log
+        )
+
+    async def add_message(self, message: LLMMessage) -> None:
+        """autogen's ``add_message``; the message is converted to its skeleton now (once),
+        so a view costs O(log n) whatever was added since the last one."""
+        await super().add_message(message)
+        if self._mirrors:
+            self._sync()
 
     def _counts(self) -> Counts | None:
         return None
@@ -154,12 +167,14 @@ class _PairSafeContext(ChatCompletionContext):
         self._mirror.reset()
 
     def _sync(self) -> list[Message]:
-        return self._mirror.sync(self._messages)
+        skeletons = self._mirror.sync(self._messages)
+        assert skeletons is not None  # an eager mirror always mirrors
+        return skeletons
 
     def _checked(self, a: int, b: int) -> bool:
-        """Whether the mirror still stands for ``self._messages[a:b]`` object by object
-        (O(b - a)); when not, it is rebuilt (unchanged objects keep their skeletons)."""
-        same = all(map(operator.is_, self._messages[a:b], self._mirror.source[a:b]))
+        """Whether the mirror still stands for ``self._messages[a:b]`` item by item; when
+        not, it is rebuilt (unchanged objects keep their skeletons)."""
+        same = self._mirror.same(self._messages, a, b)
         if not same:
             self._mirror.reset()
         return same
@@ -191,6 +206,8 @@ class UnboundedChatCompletionContext(
 
     component_config_schema = UnboundedChatCompletionContextConfig
     _autogen_name = "UnboundedChatCompletionContext"
+    _with_log = False
+    _mirrors = False
     component_provider_override = "ctxtrim.integrations.autogen.UnboundedChatCompletionContext"
 
     async def get_messages(self) -> list[LLMMessage]:
@@ -225,21 +242,13 @@ class BufferedChatCompletionContext(
         self._buffer_size = buffer_size
 
     async def get_messages(self) -> list[LLMMessage]:
-        while True:
-            skeletons = self._sync()
-            ranges, unchanged, _ = _core.cut_window(
-                skeletons,
-                "messages",
-                self._buffer_size,
-                pin_task=False,
-                start_with_user=False,
-            )
-            n = len(skeletons)
-            s = ranges[-1][0]
-            # What the decision read: the kept messages and the one before the cut.
-            if unchanged or self._checked(max(s - 1, 0), n):
-                break
-        view = list(self._messages) if unchanged else take(self._messages, ranges)
+        msgs = self._messages
+        window = self._mirror.window(
+            msgs, "messages", self._buffer_size, pin_task=False, start_with_user=False
+        )
+        assert window is not None  # an eager mirror always mirrors
+        ranges, unchanged, _ = window
+        view = list(msgs) if unchanged else take(msgs, ranges)
         return _drop_leading_orphans(view)
 
     def _to_config(self) -> BufferedChatCompletionContextConfig:
@@ -279,7 +288,6 @@ class HeadAndTailChatCompletionContext(
             raise ValueError("tail_size must be greater than 0.")
         self._head_size = head_size
         self._tail_size = tail_size
-        self._mirror = Mirror(self._mirror.skeletons, with_log=True)
 
     async def get_messages(self) -> list[LLMMessage]:
         msgs = self._messages
@@ -334,6 +342,9 @@ class TokenLimitedChatCompletionContext(
 
     component_config_schema = TokenLimitedChatCompletionContextConfig
     _autogen_name = "TokenLimitedChatCompletionContext"
+    # Counted by the model client: a log would count every message on the first view; the
+    # core reads the skeleton list from its ends and counts only what it reads.
+    _with_log = False
     component_provider_override = "ctxtrim.integrations.autogen.TokenLimitedChatCompletionContext"
 
     def __init__(

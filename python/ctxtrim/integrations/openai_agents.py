@@ -34,15 +34,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from ctxtrim.errors import InvalidMessage, StaleGenerationError
-from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
+from ctxtrim.formats._common import dumps_arguments, loads_arguments, raw_arguments
+from ctxtrim.formats.openai_responses import KEY, from_openai_responses, to_openai_responses
 from ctxtrim.integrations._common import (
+    Mirror,
     Skeletons,
     budget_window,
     closed_from,
     missing_extra,
     take,
 )
-from ctxtrim.messages import Message
+from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
@@ -72,9 +74,54 @@ def _plain(item: Any) -> dict[str, Any]:
     raise InvalidMessage(f"expected an input item (a dict), got {type(item).__name__}", "item")
 
 
+_CALL_KEYS = frozenset({"type", "call_id", "name", "arguments"})
+_OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
+_SHORT_KEYS = frozenset({"role", "content"})
+
+
+def _common_item(data: dict[str, Any]) -> Message | None:
+    """The message ``from_openai_responses([data])`` makes, built directly for the items an
+    agent loop is made of (a function call, its text output, a ``{"role", "content"}``
+    message with text), or None: the converter's generic path costs ~10-20 µs an item,
+    most of a call of :func:`trim_input` that converts only the new items. Equal to the
+    converter's message and converts back to ``data`` (both checked by
+    tests/test_integration_openai_agents.py on generated items)."""
+    keys = data.keys()
+    kind = data.get("type")
+    if kind == "function_call" and keys == _CALL_KEYS:
+        call_id, name, raw = data["call_id"], data["name"], data["arguments"]
+        if not (type(call_id) is str and call_id and type(name) is str and name):
+            return None
+        if type(raw) is not str or not raw.startswith("{"):
+            return None
+        try:
+            args = loads_arguments(raw, "arguments")
+        except InvalidMessage:
+            return None
+        if dumps_arguments(args) != raw:
+            return None  # kept byte-exact in meta by the converter
+        return Message("assistant", (ToolUseBlock(call_id, name, args),))
+    if kind == "function_call_output" and keys == _OUTPUT_KEYS:
+        call_id, output = data["call_id"], data["output"]
+        if type(call_id) is str and call_id and type(output) is str:
+            return Message("user", (ToolResultBlock(call_id, output),))
+        return None
+    if kind is None and keys == _SHORT_KEYS:
+        role, content = data["role"], data["content"]
+        if type(content) is str and role in ("user", "assistant"):
+            unit: dict[str, Any] = {"t": "message", "n": 1, "short": True}
+            if role == "assistant":
+                unit["form"] = "str"
+            return Message(role, (TextBlock(content),), meta={KEY: [unit]})
+    return None
+
+
 def item_to_message(item: Any) -> Message:
     """One Responses input item as one ctxtrim message (lossless both ways)."""
     data = _plain(item)
+    common = _common_item(data)
+    if common is not None:
+        return common
     try:
         messages = from_openai_responses([data])
     except InvalidMessage:
@@ -89,10 +136,51 @@ def item_to_message(item: Any) -> Message:
     return Message.assistant(text, meta={ITEM_KEY: data})
 
 
+_SHORT_USER = {KEY: [{"t": "message", "n": 1, "short": True}]}
+_SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}]}
+
+
+def _common_message(m: Message) -> list[dict[str, Any]] | None:
+    """``to_openai_responses([m])`` built directly for the messages :func:`_common_item`
+    makes (a call, a text output, a short text message), or None. ``get_items`` renders
+    every message it returns, fresh from the store each call: the general renderer costs a
+    few µs a message, this a fraction (equal output: tests/test_integration_openai_agents.py
+    checks it on generated messages)."""
+    content = m.content
+    if len(content) != 1:
+        return None
+    b = content[0]
+    meta = m.meta
+    if meta is None:
+        if type(b) is ToolUseBlock and m.role == "assistant":
+            if raw_arguments(b.input) is not None:
+                return None
+            args = dumps_arguments(b.input)
+            return [{"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}]
+        if (
+            type(b) is ToolResultBlock
+            and m.role == "user"
+            and type(b.content) is str
+            and not b.is_error
+            and b.compact_summary is None
+        ):
+            return [{"type": "function_call_output", "call_id": b.tool_use_id, "output": b.content}]
+        return None
+    if type(b) is TextBlock and (
+        (m.role == "user" and meta == _SHORT_USER)
+        or (m.role == "assistant" and meta == _SHORT_ASSISTANT)
+    ):
+        return [{"role": m.role, "content": b.text}]
+    return None
+
+
 def message_to_items(message: Message) -> list[dict[str, Any]]:
     """The input items of one stored message (one, unless another writer stored it)."""
     if message.meta and ITEM_KEY in message.meta:
         return [message.meta[ITEM_KEY]]
+    common = _common_message(message)
+    if common is not None:
+        return common
     return to_openai_responses([message])
 
 
@@ -263,24 +351,38 @@ def trim_input(
     strategy = FitContextWindow(
         max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
     )
-    # One message per item object, made when a call first reads it (the head and the tail
-    # of the history only): a call costs O(window), not O(history). The runner hands over
-    # the same item objects call after call when the session keeps them (CtxtrimSession
-    # does); fresh objects are converted as they are read.
+    # One message per item object, made when it is first read. A history the runner hands
+    # over again (the same item objects, grown: the session keeps them) is mirrored in a
+    # MessageLog, so a call converts only the new items and the core decides in O(log n);
+    # a history of fresh objects is read by the core from its ends (O(window) conversions).
     skeletons: Skeletons[Any] = Skeletons(lambda item, _i: item_to_message(item))
+    mirror: Mirror[Any] = Mirror(skeletons, with_log=True, eager=False, counter=counter)
 
     def callback(history: list[Any], new_items: list[Any]) -> list[Any]:
         combined = _Joined(history, new_items)
         if not len(combined):
             return []
-        ranges, unchanged, _ = budget_window(
-            combined,
-            skeletons,
-            strategy.budget,
-            pin_task=pin_task,
-            start_with_user=strategy.start_with_user,
-            counter=counter,
-        )
+        window = None
+        if history and type(history) is list:
+            window = mirror.window(
+                history,
+                "budget",
+                strategy.budget,
+                pin_task=pin_task,
+                start_with_user=strategy.start_with_user,
+                extra=new_items,
+                convert_extra=skeletons.one,
+            )
+        if window is None:
+            window = budget_window(
+                combined,
+                skeletons,
+                strategy.budget,
+                pin_task=pin_task,
+                start_with_user=strategy.start_with_user,
+                counter=counter,
+            )
+        ranges, unchanged, _ = window
         return [*history, *new_items] if unchanged else take(combined, ranges)
 
     return callback

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxtrim.integrations._common import Skeletons, budget_window, missing_extra, take
+from ctxtrim.integrations._common import Mirror, Skeletons, budget_window, missing_extra, take
 from ctxtrim.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
@@ -115,9 +115,14 @@ class TrimHistory:
             max_tokens, reserve_tokens=reserve_tokens, counter=counter, pin_task=pin_task
         )
         self._counter = counter
-        # One skeleton per message object, made when a call first reads it (the head and
-        # the tail of the history only): a call costs O(window), not O(history).
+        # One skeleton per message object, made when it is first read. A history handed
+        # over again (the same message objects, grown: an agent run's) is mirrored in a
+        # MessageLog, so a call converts only the new messages and the core decides in
+        # O(log n); a history of fresh objects is read by the core from its ends.
         self._skeletons: Skeletons[ModelMessage] = Skeletons(to_skeleton)
+        self._mirror: Mirror[ModelMessage] = Mirror(
+            self._skeletons, with_log=True, eager=False, counter=counter
+        )
 
     def __repr__(self) -> str:
         return f"TrimHistory({self._strategy!r})"
@@ -126,14 +131,25 @@ class TrimHistory:
         if not messages:
             return messages
         strategy = self._strategy
-        ranges, unchanged, _ = budget_window(
-            messages,
-            self._skeletons,
-            strategy.budget,
-            pin_task=strategy.pin_task,
-            start_with_user=strategy.start_with_user,
-            counter=self._counter,
-        )
+        window = None
+        if type(messages) is list:
+            window = self._mirror.window(
+                messages,
+                "budget",
+                strategy.budget,
+                pin_task=strategy.pin_task,
+                start_with_user=strategy.start_with_user,
+            )
+        if window is None:
+            window = budget_window(
+                messages,
+                self._skeletons,
+                strategy.budget,
+                pin_task=strategy.pin_task,
+                start_with_user=strategy.start_with_user,
+                counter=self._counter,
+            )
+        ranges, unchanged, _ = window
         return messages if unchanged else take(messages, ranges)
 
     def capability(self) -> ProcessHistory[Any]:
