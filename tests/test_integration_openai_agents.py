@@ -423,6 +423,7 @@ def _agent_items(draw: st.DrawFn) -> dict[str, Any]:
     """Items of the shapes item_to_message builds directly, and near misses of them."""
     kind = draw(st.sampled_from(["call", "output", "short", "other"]))
     ident = draw(st.sampled_from(["c1", "", "call_x"]))
+    item: dict[str, Any]
     if kind == "call":
         args = draw(st.dictionaries(_TEXT, _JSON_VALUE, max_size=3))
         text = draw(

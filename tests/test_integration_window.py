@@ -188,7 +188,7 @@ def test_autogen_views_are_the_strategy_windows(
                     out.append(AssistantMessage(content=v, source="a"))
         return out
 
-    history = [SystemMessage(content="agent"), UserMessage(content="task", source="u")]
+    history: list[Any] = [SystemMessage(content="agent"), UserMessage(content="task", source="u")]
     history += messages(first)
     buffered = BufferedChatCompletionContext(buffer_size, initial_messages=list(history))
     head_tail = HeadAndTailChatCompletionContext(head_size, tail_size, list(history))
