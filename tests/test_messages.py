@@ -831,3 +831,9 @@ def test_frozen_values_are_shared_not_copied_again() -> None:
     for twin in (copy.deepcopy(first), pickle.loads(pickle.dumps(first))):
         assert twin == first and isinstance(twin.meta, FrozenDict)
         assert isinstance(twin.meta["a"], FrozenList)
+
+
+@pytest.mark.parametrize("make", ["user", "system", "assistant", "tool_results"])
+def test_a_wrong_keyword_names_the_constructor_called(make: str) -> None:
+    with pytest.raises(TypeError, match=rf"^Message\.{make}\(\) got an unexpected keyword"):
+        getattr(Message, make)("x", bogus=1)

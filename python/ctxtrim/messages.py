@@ -581,6 +581,12 @@ def _get_tool_results(self: Message) -> tuple[ToolResultBlock, ...]:
     return tuple([b for b in self.content if type(b) is ToolResultBlock])
 
 
+# A wrong keyword's TypeError names the method the caller called, not the function behind it.
+for _function, _name in ((_user, "user"), (_system, "system"), (_assistant, "assistant")):
+    _function.__qualname__ = f"Message.{_name}"
+_tool_results.__qualname__ = "Message.tool_results"
+
+
 class _ToolResults:
     """``Message.tool_results``: a constructor on the class, a property on an instance."""
 
