@@ -9,7 +9,7 @@
 //! synthetic ids derive only from the input (`{id}__dup{k}`, never an id the input holds), so
 //! the same input always gives the same output and provider prompt caches stay warm.
 //! Applying the plan yields a list `validate` accepts (property-tested in
-//! `test_repair_always_yields_a_valid_history` in `tests/test_validate.py`).
+//! `test_repair_always_yields_a_valid_history` in `tests/core/test_validate.py`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;

@@ -5,7 +5,7 @@ text never ends in half a user-perceived character: no base letter without its c
 accent, no lone regional indicator (half a flag shows as a different symbol), no ZWJ emoji
 sequence, skin-tone modifier or emoji tag sequence cut short, no CR without its LF. Python
 strings index code points, so a UTF-8 sequence is never split either (agent-air's
-compactor panics slicing UTF-8 bytes: tests/test_transports.py).
+compactor panics slicing UTF-8 bytes: tests/formats/test_transports.py).
 
 The segmentation runs in the Rust core (the ``unicode-segmentation`` crate); see
 docs/design.md, "Clipping text", for why it is not hand-written rules or a Python package.

@@ -471,7 +471,7 @@ class TrimRounds(_CoreCut):
     A round starts at a real user message, or at an assistant message that follows tool
     results (or a system message); so a user question stays in the round of the tool calls
     it caused; agentix's ``TrimRounds`` puts it in the round before and drops it while keeping
-    the call (tests/test_peer_bugs.py, ``test_4_8_*``).
+    the call (tests/trimming/test_peer_bugs.py, ``test_4_8_*``).
     """
 
     def __init__(

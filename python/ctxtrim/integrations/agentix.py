@@ -16,7 +16,7 @@ clipped tool messages ``TruncateToolOutputs`` makes), and return the *same list 
 nothing changed, so the agent loop's ``on_compact`` fires only on a real change. They are
 subclasses of agentix's ``ContextStrategy``, so ``Agent(context_strategy=...)`` accepts them.
 
-Deliberate differences (each a fix; ``tests/test_integration_agentix.py`` pins them):
+Deliberate differences (each a fix; ``tests/integrations/test_integration_agentix.py`` pins them):
 
 - Rounds: a real user message starts a round, so a later user question stays with the tool
   calls it caused (agentix puts it in the round before and can drop it while keeping the

@@ -18,7 +18,7 @@ Invariants: ``get_items(limit)`` returns at most ``limit`` items, chronological,
 starts with a ``function_call_output`` whose ``function_call`` it left out, nor splits
 parallel calls from their outputs (the cut moves forward to the next pair-safe item;
 openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
-tests/test_integration_openai_agents.py shows).
+tests/integrations/test_integration_openai_agents.py shows).
 :func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
 token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
 without a callback (the fix of openai/openai-agents-python#4322), so a slicing callback
@@ -85,7 +85,7 @@ def _common_item(data: dict[str, Any]) -> Message | None:
     message with text), or None: the converter's generic path costs ~10-20 µs an item,
     most of a call of :func:`trim_input` that converts only the new items. Equal to the
     converter's message and converts back to ``data`` (both checked by
-    tests/test_integration_openai_agents.py on generated items)."""
+    tests/integrations/test_integration_openai_agents.py on generated items)."""
     keys = data.keys()
     kind = data.get("type")
     if kind == "function_call" and keys == _CALL_KEYS:
@@ -144,7 +144,7 @@ def _common_message(m: Message) -> list[dict[str, Any]] | None:
     """``to_openai_responses([m])`` built directly for the messages :func:`_common_item`
     makes (a call, a text output, a short text message), or None. ``get_items`` renders
     every message it returns, fresh from the store each call: the general renderer costs a
-    few µs a message, this a fraction (equal output: tests/test_integration_openai_agents.py
+    few µs a message, this a fraction (equal output: tests/integrations/test_integration_openai_agents.py
     checks it on generated messages)."""
     content = m.content
     if len(content) != 1:

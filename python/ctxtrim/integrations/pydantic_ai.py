@@ -18,7 +18,7 @@ are pydantic-ai's own objects; the result always ends with the newest ``ModelReq
 
 pydantic-ai repairs an orphan after the fact (``repair_messages`` drops it, so a naive
 ``messages[k:]`` slice then starts with a ``ModelResponse``, as
-tests/test_integration_pydantic_ai.py shows); this never
+tests/integrations/test_integration_pydantic_ai.py shows); this never
 makes one, so nothing is silently dropped or synthesised. Tokens are ctxtrim's script-aware
 estimate of each part's text, or a :class:`ctxtrim.TokenCounter` of yours.
 """

@@ -1,6 +1,6 @@
 """`SQLiteContextStore`: the embedded default store, one SQLite file (stdlib ``sqlite3``).
 
-Invariants (each checked by ``tests/test_store_reliability.py`` or the conformance suite):
+Invariants (each checked by ``tests/stores/test_store_reliability.py`` or the conformance suite):
 
 * **One transaction per write call.** Every write (``append``, ``append_many``, ``clear``,
   ``replace_prefix``, ``fork``, token updates) runs in one ``BEGIN IMMEDIATE`` transaction:

@@ -4,7 +4,7 @@ ctxtrim's pair-safe compaction boundary works on the history axio wrote.
 
 CI runs Python 3.11, where axio cannot be installed: these tests skip there. Run them with
 a 3.12 interpreter, e.g. ``python3.12 -m venv v && v/bin/pip install . axio`` then
-``v/bin/python -m pytest tests/test_integration_axio.py``.
+``v/bin/python -m pytest tests/integrations/test_integration_axio.py``.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from ctxtrim.strategies import TruncateToolOutputs
 
 from strategies import histories, json_values, messages
 
-SESSIONS = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+SESSIONS = Path(__file__).resolve().parents[2] / "examples" / "sessions"
 PNG = base64.b64decode("iVBORw0KGgo=")
 PNG_URL = "data:image/png;base64,iVBORw0KGgo="
 

@@ -56,7 +56,7 @@ asyncio.run(main())
 
 
 def start_writer(kind: str, url: str, start: int, namespace: str = "kill") -> subprocess.Popen[str]:
-    tests_dir = str(Path(__file__).parent)
+    tests_dir = str(Path(__file__).parents[1])  # the shared helpers (store_backends...)
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, kind, url, "victim", str(start), namespace, tests_dir],
         stdout=subprocess.PIPE,

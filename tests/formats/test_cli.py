@@ -26,7 +26,7 @@ from ctxtrim.formats import (
 )
 from ctxtrim.strategies import TRUNCATION_MARKER, TruncateToolOutputs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = ROOT / "examples" / "sessions"
 FILES = {
     "openai": SESSIONS / "openai_chat.json",
@@ -322,7 +322,7 @@ def test_the_console_script() -> None:
 
 
 def test_the_readme_setup_command_trims_an_example_session(tmp_path: Path) -> None:
-    """The README's first set-up line installs, runs the quickstart (tests/test_readme.py),
+    """The README's first set-up line installs, runs the quickstart (tests/project/test_readme.py),
     then runs `ctxtrim trim` on an example session; run that part as written (output
     redirected to tmp_path)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="read
 
 
 def _bench() -> ModuleType:
-    path = Path(__file__).parent.parent / "benches" / "many_sessions.py"
+    path = Path(__file__).parents[2] / "benches" / "many_sessions.py"
     spec = importlib.util.spec_from_file_location("many_sessions", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -178,7 +178,7 @@ def test_cas_compaction_racing_an_appender_loses_nothing(
     import pickle
 
     backend = factory(tmp_path)
-    tests_dir = str(Path(__file__).parent)
+    tests_dir = str(Path(__file__).parents[1])  # the shared helpers (store_backends...)
     proc = subprocess.Popen(
         [sys.executable, "-c", _APPENDER, pickle.dumps(backend).hex(), tests_dir],
         stdout=subprocess.PIPE,
