@@ -16,20 +16,26 @@ Anthropic's formula). Wherever a table is named (``encoding=``), a model name wo
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import inspect
+import itertools
 import json
+import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from ctxtrim import _core
+from ctxtrim.errors import TokenCountError
 from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 _json_encode = msgspec.json.encode
 
 __all__ = [
+    "AnthropicTokenCounter",
     "ExactTokenCounter",
     "HeuristicTokenCounter",
     "TextTokenCounter",
@@ -369,3 +375,204 @@ def tool_tokens(
             else estimate_tokens(text, encoding=encoding)
         )
     return total
+
+
+# ---------------------------------------------------------------------------------------
+# Anthropic's count_tokens endpoint
+
+_counter_ids = itertools.count()
+
+
+class AnthropicTokenCounter:
+    """Claude's own count, from Anthropic's ``count_tokens`` endpoint, through the client of
+    the official SDK that the caller passes (``anthropic.Anthropic`` or
+    ``anthropic.AsyncAnthropic``; ``pip install 'ctxtrim[anthropic]'``).
+
+    The endpoint counts a whole request, not a message, so a message's count is derived by
+    differences: ``count(history)`` (or ``await acount(history)``) asks the endpoint once for
+    each message it has not counted yet, for the history up to and including that message,
+    and the message's count is that total minus the counts of the messages before it. Each
+    count is kept on the message, so a message costs one API call, once; a history with
+    nothing new costs none. The counts of a history therefore add up to the endpoint's count
+    of the whole history (its fixed per-request tokens are carried by the first message).
+    A leading system prompt cannot be counted alone (a request needs a message): it counts
+    0 and its tokens are part of the first message after it; both are pinned by the
+    strategies anyway. A difference below 0 (the provider merging something) counts 0.
+
+    As a :class:`TokenCounter` (``FitContextWindow(200_000, counter=c)``), ``count_message``
+    answers from those kept counts: count the history after appending to it and before
+    trimming it. A message never counted raises :class:`~ctxtrim.errors.TokenCountError`
+    (it cannot be counted alone: a tool result needs its call before it). ``count_text``
+    asks the endpoint for one user message holding the text (the message's framing
+    included), with a sync client; ``acount_text`` with either.
+
+    Every failure (HTTP error, connection lost, an answer without ``input_tokens``) raises
+    :class:`~ctxtrim.errors.TokenCountError` with the HTTP status when there was one and the
+    SDK's error as its cause; nothing is kept from a call that failed. ``acount`` sends at
+    most ``max_concurrency`` requests at once (a sync client runs in worker threads).
+    ``calls`` counts the requests made.
+    """
+
+    __slots__ = ("_key", "_lock", "calls", "client", "max_concurrency", "model")
+
+    def __init__(self, client: Any, model: str, *, max_concurrency: int = 4) -> None:
+        endpoint = getattr(getattr(client, "messages", None), "count_tokens", None)
+        if not callable(endpoint):
+            raise TypeError(
+                "client must be an anthropic.Anthropic or anthropic.AsyncAnthropic client "
+                f"(with messages.count_tokens), got {type(client).__name__}"
+            )
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty str, got {model!r}")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
+            raise TypeError(f"max_concurrency must be an int, got {max_concurrency!r}")
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.client = client
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.calls = 0
+        self._lock = threading.Lock()
+        # Where this counter keeps its counts on a message (one key per counter object).
+        self._key = f"_ctxtrim_anthropic_{next(_counter_ids)}"
+
+    def __repr__(self) -> str:
+        return f"AnthropicTokenCounter(model={self.model!r})"
+
+    # -- the TokenCounter protocol
+
+    def counted(self, message: Message) -> int | None:
+        """The count kept for ``message``, or None if this counter has not counted it."""
+        n: int | None = message.__dict__.get(self._key)
+        return n
+
+    def count_message(self, message: Message) -> int:
+        n = self.counted(message)
+        if n is None:
+            raise TokenCountError(
+                f"{message.role} message not counted yet: call counter.count(history) (or "
+                "await counter.acount(history)) after appending, before trimming"
+            )
+        return n
+
+    def count_text(self, text: str) -> int:
+        """The endpoint's count of one user message holding ``text`` (0 for ``""``); needs a
+        sync client."""
+        if not text:
+            return 0
+        return self._sync(self._text_request(text))
+
+    async def acount_text(self, text: str) -> int:
+        """:meth:`count_text`, awaited (any client)."""
+        if not text:
+            return 0
+        return await self._async(self._text_request(text))
+
+    # -- counting a history
+
+    def count(self, history: Sequence[Message]) -> int:
+        """Counts the messages of ``history`` not counted yet, one request each (sync
+        client), and returns the history's total."""
+        plan = self._plan(history)
+        totals = {i: self._sync(request) for i, request in plan}
+        return self._settle(history, totals)
+
+    async def acount(self, history: Sequence[Message]) -> int:
+        """:meth:`count`, awaited: the new messages' requests run concurrently (at most
+        ``max_concurrency`` at once)."""
+        plan = self._plan(history)
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(request: dict[str, Any]) -> int:
+            async with gate:
+                return await self._async(request)
+
+        results = await asyncio.gather(*(one(r) for _, r in plan))
+        totals = {i: n for (i, _), n in zip(plan, results, strict=True)}
+        return self._settle(history, totals)
+
+    def _plan(self, history: Sequence[Message]) -> list[tuple[int, dict[str, Any]]]:
+        """The requests to send: for each message not counted, the history through it.
+        A prefix that renders no message (leading system messages) needs no request."""
+        from ctxtrim.formats import to_anthropic
+
+        if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
+            raise TypeError(f"history must be a sequence of Message, got {type(history).__name__}")
+        plan = []
+        for i, message in enumerate(history):
+            if type(message) is not Message:
+                raise TypeError(f"history[{i}] must be a Message, got {type(message).__name__}")
+            if self.counted(message) is None:
+                fragment = to_anthropic(history[: i + 1])
+                if fragment["messages"]:
+                    plan.append((i, self._request(fragment)))
+        return plan
+
+    def _settle(self, history: Sequence[Message], totals: dict[int, int]) -> int:
+        """Keeps each new message's count (its total minus the counts before it) and returns
+        the history's total."""
+        before = 0
+        for i, message in enumerate(history):
+            n = self.counted(message)
+            if n is None:
+                n = max(0, totals[i] - before) if i in totals else 0
+                message.__dict__[self._key] = n
+            before += n
+        return before
+
+    def _request(self, fragment: dict[str, Any]) -> dict[str, Any]:
+        request = {"model": self.model, "messages": fragment["messages"]}
+        if fragment.get("system"):
+            request["system"] = fragment["system"]
+        return request
+
+    def _text_request(self, text: str) -> dict[str, Any]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        return {"model": self.model, "messages": [{"role": "user", "content": text}]}
+
+    def _called(self) -> None:
+        with self._lock:
+            self.calls += 1
+
+    def _sync(self, request: dict[str, Any]) -> int:
+        self._called()
+        try:
+            answer = self.client.messages.count_tokens(**request)
+        except Exception as e:
+            raise self._failure(e) from e
+        if inspect.isawaitable(answer):
+            if inspect.iscoroutine(answer):
+                answer.close()
+            raise TypeError(
+                "this client is async (AsyncAnthropic): use await counter.acount(history) / "
+                "await counter.acount_text(text), or pass anthropic.Anthropic"
+            )
+        return self._input_tokens(answer)
+
+    async def _async(self, request: dict[str, Any]) -> int:
+        endpoint = self.client.messages.count_tokens
+        self._called()
+        try:
+            if inspect.iscoroutinefunction(endpoint):
+                answer = await endpoint(**request)
+            else:  # a sync client: off the event loop
+                answer = await asyncio.to_thread(endpoint, **request)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+        except Exception as e:
+            raise self._failure(e) from e
+        return self._input_tokens(answer)
+
+    def _input_tokens(self, answer: object) -> int:
+        n = getattr(answer, "input_tokens", None)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise TokenCountError(f"count_tokens answered no input_tokens count: {answer!r}")
+        return n
+
+    @staticmethod
+    def _failure(e: Exception) -> TokenCountError:
+        status = getattr(e, "status_code", None)
+        status = status if isinstance(status, int) else None
+        what = f"HTTP {status}" if status is not None else type(e).__name__
+        return TokenCountError(f"count_tokens failed ({what}): {e}", status_code=status)
