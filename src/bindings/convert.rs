@@ -69,7 +69,7 @@ fn role_of(role: &Bound<'_, PyAny>) -> Option<Role> {
 
 /// Feed the string attribute `field` of `obj` to `f` without copying it. `path` is only
 /// called to build an error.
-fn with_str<R>(
+pub fn with_str<R>(
     obj: &Bound<'_, PyAny>,
     field: &Bound<'_, PyString>,
     path: impl Fn() -> String,
@@ -93,7 +93,7 @@ thread_local! {
 
 /// Calls `f` with an empty string to write JSON into: the thread's buffer, or a new string
 /// if that is in use (msgspec, called for odd values, could in principle call back here).
-fn with_json<R>(f: impl FnOnce(&mut String) -> R) -> R {
+pub fn with_json<R>(f: impl FnOnce(&mut String) -> R) -> R {
     JSON.with(|buf| match buf.try_borrow_mut() {
         Ok(mut json) => {
             json.clear();
@@ -117,7 +117,12 @@ const JSON_DEPTH: u32 = 32;
 /// shortest form msgspec spells its own way), structs, dates, non-string keys, very deep
 /// nesting — is encoded by msgspec, whose error (a cycle, an
 /// unsupported type) is the caller's "not JSON-encodable".
-fn write_json(c: &Classes, value: &Bound<'_, PyAny>, out: &mut String, depth: u32) -> PyResult<()> {
+pub fn write_json(
+    c: &Classes,
+    value: &Bound<'_, PyAny>,
+    out: &mut String,
+    depth: u32,
+) -> PyResult<()> {
     if depth < JSON_DEPTH {
         if let Ok(s) = value.cast_exact::<PyString>() {
             write_json_str(s.to_str()?, out);
@@ -221,7 +226,7 @@ fn write_json_str(s: &str, out: &mut String) {
 
 /// Calls `f` with each item of `items` and its index: a tuple or list is indexed directly
 /// (message contents are tuples), anything else iterated.
-fn for_each_item<'py>(
+pub fn for_each_item<'py>(
     items: &Bound<'py, PyAny>,
     f: &mut dyn FnMut(usize, Bound<'py, PyAny>) -> PyResult<()>,
 ) -> PyResult<()> {

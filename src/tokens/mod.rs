@@ -43,6 +43,7 @@
 //! a flat price per image ([`IMAGE_TOKENS`]) and tool calls (name, JSON input and the ids).
 
 // The AVX2 block classifier is the crate's only unsafe code; see its module docs.
+pub mod bpe;
 #[allow(unsafe_code)]
 mod classify;
 pub mod features;
