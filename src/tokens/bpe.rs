@@ -363,46 +363,81 @@ impl Text for Ascii<'_> {
     }
 }
 
-/// Token ranks by their bytes. Tokens of up to 15 bytes (nearly all, and nearly every
-/// piece looked up) are keyed by their bytes packed in a `u128` with their length, so a
-/// lookup compares in registers and follows no pointer to a key stored elsewhere.
+/// Token ranks by their bytes. Tokens of up to 7 bytes (most of them, and most pieces
+/// looked up) are keyed by their bytes packed in a `u64` with their length, those of up to
+/// 15 in a `u128`: a lookup then hashes and compares in registers, with no pointer to a key
+/// stored elsewhere, and the table of short tokens is small enough to stay in cache.
 #[derive(Default)]
 struct Ranks {
+    tiny: FxHashMap<u64, u32>,
     short: FxHashMap<u128, u32>,
     long: FxHashMap<Box<[u8]>, u32>,
 }
 
-/// Bytes a `u128` key packs (its top byte holds the length).
-const PACKED: usize = 15;
-
+/// `bytes` (1 to 8 of them) as a little-endian integer, read with at most two loads that may
+/// overlap (the overlapping bytes are equal, so OR-ing them is exact).
 #[inline]
-fn pack(bytes: &[u8]) -> u128 {
-    let mut buf = [0u8; 16];
-    buf[..bytes.len()].copy_from_slice(bytes);
-    buf[15] = bytes.len() as u8;
-    u128::from_le_bytes(buf)
+fn load_le(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    debug_assert!((1..=8).contains(&n));
+    if n >= 4 {
+        let lo = u64::from(u32::from_le_bytes(
+            bytes[..4].try_into().unwrap_or_default(),
+        ));
+        let hi = u64::from(u32::from_le_bytes(
+            bytes[n - 4..].try_into().unwrap_or_default(),
+        ));
+        lo | (hi << (8 * (n - 4)))
+    } else {
+        u64::from(bytes[0])
+            | (u64::from(bytes[n / 2]) << (8 * (n / 2)))
+            | (u64::from(bytes[n - 1]) << (8 * (n - 1)))
+    }
+}
+
+/// A key of 1 to 7 bytes: the bytes, and the length in the top byte.
+#[inline]
+fn pack64(bytes: &[u8]) -> u64 {
+    load_le(bytes) | ((bytes.len() as u64) << 56)
+}
+
+/// A key of 8 to 15 bytes: the bytes, and the length in the top byte.
+#[inline]
+fn pack128(bytes: &[u8]) -> u128 {
+    let n = bytes.len();
+    let lo = u128::from(load_le(&bytes[..8]));
+    let hi = u128::from(load_le(&bytes[n - 8..]));
+    lo | (hi << (8 * (n - 8))) | ((n as u128) << 120)
 }
 
 impl Ranks {
     fn insert(&mut self, token: &[u8], rank: u32) {
-        if token.len() <= PACKED {
-            self.short.insert(pack(token), rank);
-        } else {
-            self.long.insert(token.into(), rank);
+        match token.len() {
+            0 => {}
+            1..=7 => {
+                self.tiny.insert(pack64(token), rank);
+            }
+            8..=15 => {
+                self.short.insert(pack128(token), rank);
+            }
+            _ => {
+                self.long.insert(token.into(), rank);
+            }
         }
     }
 
     #[inline]
     fn get(&self, bytes: &[u8]) -> Option<u32> {
-        if bytes.len() <= PACKED {
-            self.short.get(&pack(bytes)).copied()
-        } else {
-            self.long.get(bytes).copied()
+        match bytes.len() {
+            0 => None,
+            1..=7 => self.tiny.get(&pack64(bytes)).copied(),
+            8..=15 => self.short.get(&pack128(bytes)).copied(),
+            _ => self.long.get(bytes).copied(),
         }
     }
 
     fn len(&self) -> usize {
-        self.short.len() + self.long.len()
+        self.tiny.len() + self.short.len() + self.long.len()
     }
 
     fn is_empty(&self) -> bool {
