@@ -297,6 +297,11 @@ class ExactTokenCounter:
     <https://pypi.org/project/bpe-openai/>`_ wheel, which ships the vocabulary files (tiktoken
     downloads them at first use). Needs the extra: ``pip install 'ctxtrim[exact]'``.
 
+    The core tokenizes, with that vocabulary (read once per process, and only if it is the
+    file OpenAI publishes): OpenAI's split and merges, equal to bpe-openai's count and 4-6x
+    faster. Where the file cannot be read, bpe-openai's own tokenizer counts; ``backend``
+    says which (``"ctxtrim"`` or ``"bpe-openai"``).
+
     ``encoding_or_model`` is an encoding (``"o200k_base"``, ``"cl100k_base"``) or an OpenAI
     model name (``"gpt-4o"``, ``"gpt-4.1-mini"``, ``"o3"``, ``"gpt-4"``); a Claude model or
     the ``"anthropic"`` table raises ``ValueError`` (Anthropic publishes no tokenizer: use
