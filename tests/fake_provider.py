@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -254,6 +255,13 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: _State
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a timeout, a cancelled request) closes its connection
+        # before the answer is written: expected, and not worth a traceback on stderr.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeProvider:

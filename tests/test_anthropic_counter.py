@@ -173,13 +173,20 @@ def test_http_errors_are_typed_and_keep_nothing(fake: FakeProvider, status: int)
     assert counter.count(h) == request_count(h)
 
 
-def test_async_errors_are_typed(fake: FakeProvider) -> None:
+def test_async_errors_are_typed_and_stop_the_other_requests(fake: FakeProvider) -> None:
     async def main() -> None:
-        counter = AnthropicTokenCounter(async_client(fake), MODEL)
+        counter = AnthropicTokenCounter(async_client(fake), MODEL, max_concurrency=1)
+        h = history(2)
         fake.fail(429)
         with pytest.raises(TokenCountError) as err:
-            await counter.acount(history(1))
+            await counter.acount(h)
         assert err.value.status_code == 429
+        # Nothing is left running once acount has raised: no request is sent afterwards.
+        sent = len(fake.requests)
+        assert sent < len(h) - 1
+        await asyncio.sleep(0.2)
+        assert len(fake.requests) == sent
+        assert all(counter.counted(m) is None for m in h)
 
     asyncio.run(main())
 

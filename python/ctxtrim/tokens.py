@@ -534,7 +534,16 @@ class AnthropicTokenCounter:
             async with gate:
                 return await self._async(request)
 
-        results = await asyncio.gather(*(one(r) for _, r in plan))
+        tasks = [asyncio.ensure_future(one(r)) for _, r in plan]
+        try:
+            results = await asyncio.gather(*tasks)
+        except BaseException:
+            # One request failed (or the caller was cancelled): stop the others, and return
+            # only once none is left running.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         totals = {i: n for (i, _), n in zip(plan, results, strict=True)}
         return self._settle(history, totals)
 
