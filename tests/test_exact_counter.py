@@ -152,6 +152,20 @@ def test_each_message_is_counted_once_per_counter() -> None:
     assert sum(counter.count_message(m) for m in out) <= 300
 
 
+def test_only_the_messages_the_window_needs_are_counted() -> None:
+    # The window is read from the end (and the pinned head from the front): messages older
+    # than the window are never counted exactly, and a turn counts only its new messages.
+    counter = Counting("o200k_base")
+    history = bench._ctxtrim_messages(bench.agent_history(2_500))
+    window = FitContextWindow(8_000, counter=counter)(history)
+    assert len(history) == 10_002 and 100 < len(window) < 300
+    assert counter.calls < 2 * len(window)
+    before = counter.calls
+    history += bench._ctxtrim_turn(bench.agent_history(2_501)[2_500])
+    FitContextWindow(8_000, counter=counter)(history)
+    assert counter.calls == before + 4
+
+
 TOOLS = [
     {
         "type": "function",
