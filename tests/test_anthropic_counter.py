@@ -70,6 +70,9 @@ def test_counts_by_differences_one_request_per_new_message(fake: FakeProvider) -
     assert all(body["model"] == MODEL and "max_tokens" not in body for body in sent)
     assert [len(body["messages"]) for body in sent] == list(range(1, len(h)))
     assert all(body["system"] == h[0].text for body in sent)
+    # Each request is the rendering of the history through the message it counts.
+    for k, body in enumerate(sent, start=2):
+        assert body["messages"] == to_anthropic(h[:k])["messages"]
     # The counts add up to the endpoint's count of the history, and of every prefix of it.
     assert total == request_count(h) == sum(counter.count_message(m) for m in h)
     for k in range(2, len(h) + 1):

@@ -554,14 +554,26 @@ class AnthropicTokenCounter:
 
         if isinstance(history, (str, bytes)) or not isinstance(history, Sequence):
             raise TypeError(f"history must be a sequence of Message, got {type(history).__name__}")
-        plan = []
+        new = []
         for i, message in enumerate(history):
             if type(message) is not Message:
                 raise TypeError(f"history[{i}] must be a Message, got {type(message).__name__}")
             if self.counted(message) is None:
-                fragment = to_anthropic(history[: i + 1])
-                if fragment["messages"]:
-                    plan.append((i, self._request(fragment)))
+                new.append(i)
+        if not new:
+            return []
+        # The history is rendered once: after its leading system messages (the request's
+        # `system`), each message is one request message (to_anthropic merges none), so a
+        # prefix's request is a slice. The tests check each request against the prefix's own
+        # rendering.
+        whole = to_anthropic(history)
+        rendered = whole["messages"]
+        leading = next((i for i, m in enumerate(history) if m.role != "system"), len(history))
+        plan = []
+        for i in new:
+            if i < leading:
+                continue  # a prefix of system messages alone: no request can hold it
+            plan.append((i, self._request({**whole, "messages": rendered[: i - leading + 1]})))
         return plan
 
     def _settle(self, history: Sequence[Message], totals: dict[int, int]) -> int:
