@@ -2,8 +2,11 @@
 
 An agent turn appends one round (the user's step, a tool call, its result, an answer; new
 message objects, so each is counted once) to a history of 1k or 10k messages and trims it
-with ``FitContextWindow(8000, counter=…)``: the heuristic estimate (no counter), and
-``ExactTokenCounter`` for o200k_base (bpe-openai). Run with ``pytest
+with ``FitContextWindow(8000, counter=…)``: the heuristic estimate (no counter),
+``ExactTokenCounter`` for o200k_base counting with the core's tokenizer (``exact``), and the
+same counter on bpe-openai's own tokenizer (``exact-bpe-openai``: what it falls back to where
+bpe-openai's vocabulary file cannot be read, and how it counted before the core had a
+tokenizer). Run with ``pytest
 benches/test_bench_counters.py --benchmark-enable --benchmark-group-by=group``; in the normal
 run each case runs once as a smoke test. Speed is reported, never asserted.
 """
@@ -13,24 +16,33 @@ from __future__ import annotations
 import itertools
 import struct
 from typing import Any
+from unittest import mock
 
 import pytest
 
-from ctxtrim import ExactTokenCounter, FitContextWindow, TokenCounter, bench
+from ctxtrim import ExactTokenCounter, FitContextWindow, TokenCounter, bench, tokens
 from ctxtrim.tokens import image_size, image_tokens
 
 SIZES = (1_000, 10_000)
+IMPLS = ["heuristic", "exact", "exact-bpe-openai"]
 
 
 def _counter(impl: str) -> TokenCounter | None:
     if impl == "heuristic":
         return None
     pytest.importorskip("bpe_openai")
-    return ExactTokenCounter("o200k_base")
+    if impl == "exact-bpe-openai":
+        with mock.patch.object(tokens, "_core_counter", lambda name: None):
+            counter = ExactTokenCounter("o200k_base")
+        assert counter.backend == "bpe-openai"
+        return counter
+    counter = ExactTokenCounter("o200k_base")
+    assert counter.backend == "ctxtrim"
+    return counter
 
 
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("impl", ["heuristic", "exact"])
+@pytest.mark.parametrize("impl", IMPLS)
 def test_agent_turn(benchmark: Any, impl: str, n: int) -> None:
     turns = bench.agent_history(n // 4 + 400)
     fresh = itertools.count(n // 4)
@@ -47,7 +59,7 @@ def test_agent_turn(benchmark: Any, impl: str, n: int) -> None:
     benchmark.pedantic(lambda: strategy(history), setup=setup, rounds=200, warmup_rounds=5)
 
 
-@pytest.mark.parametrize("impl", ["heuristic", "exact"])
+@pytest.mark.parametrize("impl", IMPLS)
 def test_agent_loop_turn(benchmark: Any, impl: str) -> None:
     """The agent-loop workload of docs/performance.md: the round's 4 messages built inside
     the timed call, appended, and the window fitted; 1k messages."""

@@ -5,6 +5,8 @@ they talk to the providers. It implements the two endpoints the transports use:
 
 * ``POST /v1/chat/completions`` (OpenAI chat completions),
 * ``POST /v1/messages`` (Anthropic messages),
+* ``POST /v1/messages/count_tokens`` (Anthropic's token counting, for
+  ``AnthropicTokenCounter``): it answers ``{"input_tokens": n}`` with :func:`fake_count`,
 
 checks each request body as the provider would (required fields and types, roles, a
 positive token limit; an invalid request gets the provider's 400 error shape), records it in
@@ -20,12 +22,39 @@ stalled request does not block the next one, and :meth:`close` releases stalled 
 from __future__ import annotations
 
 import json
+import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeProvider", "Recorded"]
+__all__ = ["FakeProvider", "Recorded", "fake_count"]
+
+#: Tokens every counted request costs, and each message's framing, in :func:`fake_count`.
+REQUEST_TOKENS = 7
+MESSAGE_TOKENS = 3
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"\w+|[^\w\s]", text))
+
+
+def fake_count(body: dict[str, Any]) -> int:
+    """The fake provider's token count of a ``count_tokens`` request: a fixed cost per
+    request, the words and punctuation of the system prompt and tools, and per message a
+    framing cost plus the words and punctuation of its JSON content (not additive per
+    message in general, as the real count is not: only through the fixed cost)."""
+    n = REQUEST_TOKENS
+    system = body.get("system")
+    if system:
+        n += _words(system if isinstance(system, str) else json.dumps(system))
+    if body.get("tools"):
+        n += _words(json.dumps(body["tools"]))
+    for m in body["messages"]:
+        content = m["content"]
+        n += MESSAGE_TOKENS + _words(content if isinstance(content, str) else json.dumps(content))
+    return n
 
 
 @dataclass
@@ -39,8 +68,9 @@ class Recorded:
 
 @dataclass
 class _Script:
-    kind: str  # "reply" | "fail" | "stall"
+    kind: str  # "reply" | "fail" | "stall" | "raw"
     text: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
     status: int = 200
     seconds: float = 0.0
 
@@ -76,9 +106,14 @@ def _openai_problem(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _anthropic_problem(body: dict[str, Any]) -> str | None:
+def _anthropic_problem(body: dict[str, Any], *, counting: bool = False) -> str | None:
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "model: field required"
+    if counting:  # count_tokens takes no max_tokens, and checks tool results as the API does
+        if "max_tokens" in body:
+            return "max_tokens: Extra inputs are not permitted"
+        problem = _anthropic_problem({**body, "max_tokens": 1})
+        return problem if problem is not None else _tool_result_problem(body["messages"])
     if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 1:
         return "max_tokens: field required (a positive integer)"
     if "system" in body and not isinstance(body["system"], (str, list)):
@@ -93,6 +128,28 @@ def _anthropic_problem(body: dict[str, Any]) -> str | None:
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
         if i and m.get("role") == messages[i - 1].get("role") == "assistant":
             return "messages: roles must alternate"
+    return None
+
+
+def _tool_result_problem(messages: list[dict[str, Any]]) -> str | None:
+    """A tool_result must answer a tool_use of the message just before it."""
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                before = messages[i - 1].get("content") if i else None
+                calls = {
+                    b.get("id")
+                    for b in (before if isinstance(before, list) else [])
+                    if isinstance(b, dict) and b.get("type") == "tool_use"
+                }
+                if block.get("tool_use_id") not in calls:
+                    return (
+                        f"messages.{i}.content: unexpected `tool_use_id` found in `tool_result` "
+                        "blocks; each tool_result must have a tool_use in the previous message"
+                    )
     return None
 
 
@@ -116,7 +173,8 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
         openai = self.path.rstrip("/").endswith("/chat/completions")
-        anthropic = self.path.rstrip("/").endswith("/v1/messages")
+        counting = self.path.rstrip("/").endswith("/v1/messages/count_tokens")
+        anthropic = counting or self.path.rstrip("/").endswith("/v1/messages")
         if not (openai or anthropic):
             self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -128,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(Recorded(self.path, dict(self.headers.items()), body))
             step = state.script.pop(0) if state.script else _Script("reply", "summary")
-        problem = _openai_problem(body) if openai else _anthropic_problem(body)
+        problem = _openai_problem(body) if openai else _anthropic_problem(body, counting=counting)
         if problem is not None:
             self._error(400, problem, openai)
             return
@@ -141,6 +199,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if step.kind == "fail":
             self._error(step.status, step.text or f"scripted failure {step.status}", openai)
+            return
+        if step.kind == "raw":
+            self._send(200, step.payload)
+            return
+        if counting:
+            self._send(200, {"input_tokens": fake_count(body)})
             return
         self._reply(body, step.text, openai)
 
@@ -192,6 +256,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: _State
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (a timeout, a cancelled request) closes its connection
+        # before the answer is written: expected, and not worth a traceback on stderr.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class FakeProvider:
     """The server; use as a context manager. ``base_url`` is ``http://127.0.0.1:<port>``."""
@@ -221,6 +292,10 @@ class FakeProvider:
     def fail(self, status: int, message: str = "") -> None:
         """The next request gets HTTP ``status`` with the provider's error body."""
         self._push(_Script("fail", message, status=status))
+
+    def respond(self, payload: dict[str, Any]) -> None:
+        """The next request gets HTTP 200 with ``payload`` as its body, whatever it asked."""
+        self._push(_Script("raw", payload=payload))
 
     def stall(self, seconds: float) -> None:
         """The next request gets no answer for ``seconds`` (or until :meth:`close`)."""

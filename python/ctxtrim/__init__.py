@@ -28,6 +28,7 @@ from ctxtrim.errors import (
     OutcomeUnknownError,
     StaleGenerationError,
     StoreError,
+    TokenCountError,
 )
 from ctxtrim.messages import (
     Block,
@@ -59,6 +60,7 @@ from ctxtrim.strategies import (
     TruncateToolOutputs,
 )
 from ctxtrim.tokens import (
+    AnthropicTokenCounter,
     ExactTokenCounter,
     HeuristicTokenCounter,
     TokenCounter,
@@ -69,6 +71,7 @@ from ctxtrim.tokens import (
 from ctxtrim.validate import Violation, repair, validate
 
 __all__ = [
+    "AnthropicTokenCounter",
     "AutoCompactStore",
     "Block",
     "CacheStable",
@@ -108,6 +111,7 @@ __all__ = [
     "StaleGenerationError",
     "StoreError",
     "TextBlock",
+    "TokenCountError",
     "TokenCounter",
     "ToolResultBlock",
     "ToolUseBlock",

@@ -12,6 +12,7 @@ from ctxtrim.tokens import TokenCounter
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "BpeCounter",
     "MessageFacts",
     "MessageLog",
     "TurnCounter",
@@ -45,6 +46,23 @@ _M = TypeVar("_M", bound=Message)
 __version__: Final[str]
 MESSAGE_OVERHEAD: Final[int]
 IMAGE_TOKENS: Final[int]
+
+@final
+class BpeCounter:
+    """OpenAI's exact token count under ``"cl100k_base"`` or ``"o200k_base"``, from the
+    encoding's ``.tiktoken`` vocabulary file (``data``, uncompressed); ``ValueError`` if it
+    is not one."""
+
+    encoding: Final[str]
+    def __new__(cls, data: bytes, encoding: str) -> BpeCounter: ...
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (special-token text counted as plain text)."""
+    def count_message(self, message: Message) -> int:
+        """Tokens of ``message`` as Chat Completions bills it (``ExactTokenCounter``)."""
+    def pieces(self, text: str) -> list[str]:
+        """The pieces ``text`` splits into before merging (the encoding's regex split)."""
+    def _merge_both(self, piece: bytes) -> tuple[int, int]: ...
+    def __len__(self) -> int: ...
 
 def estimate_tokens(text: str, *, encoding: str = "cl100k_base") -> int:
     """Estimated tokens of a text (script-aware: CJK and emoji are not under-counted),

@@ -26,6 +26,7 @@ __all__ = [
     "OutcomeUnknownError",
     "StaleGenerationError",
     "StoreError",
+    "TokenCountError",
     "stale_generation_error",
 ]
 
@@ -145,6 +146,18 @@ class FormatError(CtxtrimError, ValueError):
 class CompactionSettingsError(CtxtrimError, ValueError):
     """A compaction setting is out of range (``keep_recent=-1``, ``threshold=1.5``, an
     empty model name...); the message names the setting and the value."""
+
+
+class TokenCountError(CtxtrimError):
+    """A token count could not be had from a provider's counting endpoint
+    (:class:`~ctxtrim.tokens.AnthropicTokenCounter`): the API refused the request or could
+    not be reached, answered something that is not a count, or a message was asked for
+    that was never counted. ``status_code`` is the HTTP status when there was one; the
+    SDK's exception is chained as ``__cause__``."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:

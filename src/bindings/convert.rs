@@ -77,7 +77,7 @@ fn role_of(role: &Bound<'_, PyAny>) -> Option<Role> {
 
 /// Feed the string attribute `field` of `obj` to `f` without copying it. `path` is only
 /// called to build an error.
-fn with_str<R>(
+pub fn with_str<R>(
     obj: &Bound<'_, PyAny>,
     field: &Bound<'_, PyString>,
     path: impl Fn() -> String,
@@ -93,9 +93,32 @@ fn with_str<R>(
     Ok(f(text))
 }
 
+/// A tool call's input as the JSON text msgspec writes (how the provider formats render it,
+/// so what a tool call is priced on): the input is a frozen dict of plain JSON, so this fails
+/// only for a value built around the checks, as "not JSON-encodable" at the block's path.
+/// msgspec writes UTF-8, so reading the bytes as text cannot fail.
+pub fn tool_input_json<'py>(
+    c: &Classes,
+    block: &Bound<'py, PyAny>,
+    path: &dyn Fn() -> String,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let input = block.getattr(intern!(block.py(), "input"))?;
+    let encoded = c
+        .json_encode
+        .bind(block.py())
+        .call1((input,))
+        .map_err(|e| {
+            invalid_message(
+                format!("not JSON-encodable: {e}"),
+                format!("{}.input", path()),
+            )
+        })?;
+    Ok(encoded.cast_into::<PyBytes>()?)
+}
+
 /// Calls `f` with each item of `items` and its index: a tuple or list is indexed directly
 /// (message contents are tuples), anything else iterated.
-fn for_each_item<'py>(
+pub fn for_each_item<'py>(
     items: &Bound<'py, PyAny>,
     f: &mut dyn FnMut(usize, Bound<'py, PyAny>) -> PyResult<()>,
 ) -> PyResult<()> {
@@ -282,20 +305,8 @@ fn walk_content(
         if ty.is(c.text.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
-            // A tool call is priced on its input's JSON text, as msgspec writes it (how the
-            // provider formats render it); the input is a frozen dict of plain JSON.
-            let input = block.getattr(intern!(py, "input"))?;
-            let not_json = |e: PyErr| {
-                invalid_message(
-                    format!("not JSON-encodable: {e}"),
-                    format!("{}.input", bpath()),
-                )
-            };
-            let encoded = c.json_encode.bind(py).call1((input,)).map_err(not_json)?;
-            let json =
-                std::str::from_utf8(encoded.cast::<PyBytes>()?.as_bytes()).map_err(|_| {
-                    invalid_message("input is not valid UTF-8", format!("{}.input", bpath()))
-                })?;
+            let encoded = tool_input_json(c, &block, &bpath)?;
+            let json = std::str::from_utf8(encoded.as_bytes()).unwrap_or_default();
             with_str(&block, intern!(py, "name"), bpath, |name| {
                 tally.tool_use(name, json);
             })?;

@@ -21,10 +21,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::{check_message, meta_of, tokens_of};
+use super::tokens::PyBpeCounter;
 use crate::meta::Meta;
 use crate::tail::Facts;
 use crate::tokens::Encoding;
@@ -87,6 +89,13 @@ impl PyFacts {
             return Ok(n);
         }
         // Called without the lock held: the counter is Python code and may take its time.
+        // An `ExactTokenCounter` that counts with the core is asked directly, without its
+        // Python method in between.
+        if let Some(core) = exact_core(counter)? {
+            let n = core.get().message_tokens(msg)?;
+            self.counted.lock().push((counter.clone().unbind(), n));
+            return Ok(n);
+        }
         let count = counter.call_method1(intern!(py, "count_message"), (msg,))?;
         let n: u32 = count.extract().map_err(|_| {
             PyValueError::new_err(format!(
@@ -102,6 +111,28 @@ impl PyFacts {
         self.counted.lock().push((counter.clone().unbind(), n));
         Ok(n)
     }
+}
+
+static EXACT: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// The core tokenizer of `counter` if it is exactly a `ctxtrim.tokens.ExactTokenCounter`
+/// counting with the core (a subclass may count its own way: it is called in Python).
+fn exact_core<'py>(counter: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyBpeCounter>>> {
+    let py = counter.py();
+    let exact = EXACT.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py
+            .import("ctxtrim.tokens")?
+            .getattr("ExactTokenCounter")?
+            .cast_into::<PyType>()?
+            .unbind())
+    })?;
+    if !counter.get_type().is(exact.bind(py)) {
+        return Ok(None);
+    }
+    Ok(counter
+        .getattr(intern!(py, "_core"))?
+        .cast_into::<PyBpeCounter>()
+        .ok())
 }
 
 /// The facts of `msg`, read now if no call read them before. `path` names the message in an

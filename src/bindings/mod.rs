@@ -41,7 +41,9 @@ mod core_module {
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]
-    use super::tokens::{estimate_tokens, image_size, image_tokens, message_tokens, price_table};
+    use super::tokens::{
+        estimate_tokens, image_size, image_tokens, message_tokens, price_table, PyBpeCounter,
+    };
     #[pymodule_export]
     use super::turn::{PyTurnCounter, PyTurnId};
     #[pymodule_export]

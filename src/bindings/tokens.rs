@@ -4,7 +4,12 @@ use pyo3::prelude::*;
 
 use pyo3::exceptions::PyValueError;
 
+use pyo3::intern;
+use pyo3::types::{PyBytes, PyString};
+
+use super::convert::{check_message, for_each_item, tool_input_json, with_str};
 use super::facts::facts_of;
+use crate::tokens::bpe::{Bpe, Pattern};
 use crate::tokens::{self, Encoding};
 
 /// Texts longer than this are estimated with the GIL released; below it, detaching costs
@@ -77,4 +82,164 @@ pub fn image_tokens(data: &[u8], encoding: Option<&str>, rule: Option<&str>) -> 
             .image_rule(),
     };
     Ok(rule.price_data(data))
+}
+
+/// Tokens OpenAI adds per chat message, and for a message's `name` beyond the name itself.
+const OPENAI_TOKENS_PER_MESSAGE: u32 = 3;
+const OPENAI_TOKENS_PER_NAME: u32 = 1;
+
+/// OpenAI's exact token count of texts under `cl100k_base` or `o200k_base`, from the
+/// encoding's published `.tiktoken` vocabulary file (`data`, uncompressed).
+#[pyclass(frozen, name = "BpeCounter", module = "ctxtrim._core")]
+pub struct PyBpeCounter {
+    bpe: Bpe,
+    /// The price table (for images).
+    table: Encoding,
+    /// A chat message's framing plus its role's tokens: system, user, assistant, tool.
+    roles: [u32; 4],
+    /// The encoding's name.
+    #[pyo3(get)]
+    encoding: &'static str,
+}
+
+impl PyBpeCounter {
+    /// `count_message`, for the core's own callers (no Python call in between).
+    pub fn message_tokens(&self, message: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let py = message.py();
+        let c = check_message(message, "message")?;
+        let count = |t: &str| self.bpe.count(t) as u32;
+        let image = |block: &Bound<'_, PyAny>| -> PyResult<u32> {
+            let data = block.getattr(intern!(py, "data"))?;
+            Ok(match data.cast::<PyBytes>() {
+                Ok(bytes) => self.table.image_rule().price_data(bytes.as_bytes()),
+                Err(_) => tokens::IMAGE_TOKENS,
+            })
+        };
+        let mut results = 0u32; // the tool messages its tool results become
+        let mut body = 0u32; // the chat message of its other blocks
+        let mut others = false;
+        let content = message.getattr(intern!(py, "content"))?;
+        for_each_item(&content, &mut |i, block| {
+            let path = || format!("message.content[{i}]");
+            let ty = block.get_type();
+            if ty.is(c.text.bind(py)) {
+                body += with_str(&block, intern!(py, "text"), path, count)?;
+                others = true;
+            } else if ty.is(c.tool_result.bind(py)) {
+                results += self.roles[3];
+                let inner = block.getattr(intern!(py, "content"))?;
+                if let Ok(s) = inner.cast::<PyString>() {
+                    results += count(s.to_str()?);
+                } else {
+                    for_each_item(&inner, &mut |_, part| {
+                        if part.get_type().is(c.text.bind(py)) {
+                            results += with_str(&part, intern!(py, "text"), path, count)?;
+                        } else {
+                            results += image(&part)?;
+                        }
+                        Ok(())
+                    })?;
+                }
+            } else if ty.is(c.tool_use.bind(py)) {
+                body += with_str(&block, intern!(py, "name"), path, count)?;
+                let json = tool_input_json(c, &block, &path)?;
+                body += count(std::str::from_utf8(json.as_bytes()).unwrap_or_default());
+                others = true;
+            } else if ty.is(c.image.bind(py)) {
+                body += image(&block)?;
+                others = true;
+            } else {
+                others = true; // reasoning: Chat Completions does not send it back
+            }
+            Ok(())
+        })?;
+        let mut n = results;
+        if others || results == 0 {
+            let role = message.getattr(intern!(py, "role"))?;
+            let framing = match role.cast::<PyString>()?.to_str()? {
+                "system" => self.roles[0],
+                "assistant" => self.roles[2],
+                _ => self.roles[1],
+            };
+            n += framing + body;
+            let name = message.getattr(intern!(py, "name"))?;
+            if results == 0 && !name.is_none() {
+                n += with_str(message, intern!(py, "name"), || "message".to_owned(), count)?
+                    + OPENAI_TOKENS_PER_NAME;
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[pymethods]
+impl PyBpeCounter {
+    #[new]
+    fn new(py: Python<'_>, data: &[u8], encoding: &str) -> PyResult<Self> {
+        let (pattern, name) = match encoding {
+            "cl100k_base" => (Pattern::Cl100k, "cl100k_base"),
+            "o200k_base" => (Pattern::O200k, "o200k_base"),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "encoding must be 'cl100k_base' or 'o200k_base', got {encoding:?}"
+                )))
+            }
+        };
+        let bpe = py
+            .detach(|| Bpe::from_tiktoken(data, pattern))
+            .map_err(|e| PyValueError::new_err(format!("not a .tiktoken vocabulary: {e}")))?;
+        let frame = |role: &str| OPENAI_TOKENS_PER_MESSAGE + bpe.count(role) as u32;
+        let roles = [
+            frame("system"),
+            frame("user"),
+            frame("assistant"),
+            frame("tool"),
+        ];
+        Ok(Self {
+            bpe,
+            table: encoding_of(name)?,
+            roles,
+            encoding: name,
+        })
+    }
+
+    /// Tokens of `message` as Chat Completions bills it (OpenAI's cookbook): a chat
+    /// message's framing, role and content; each tool result a `tool` message of its own;
+    /// a `name` its tokens plus 1 (not on tool messages); a tool call its name and compact
+    /// JSON input; an image by its size (OpenAI's high detail); reasoning nothing.
+    fn count_message(&self, message: &Bound<'_, PyAny>) -> PyResult<u32> {
+        self.message_tokens(message)
+    }
+
+    /// Tokens of `text` (special-token text counted as plain text).
+    fn count(&self, py: Python<'_>, text: &str) -> usize {
+        if text.len() > DETACH_ABOVE {
+            py.detach(|| self.bpe.count(text))
+        } else {
+            self.bpe.count(text)
+        }
+    }
+
+    /// The pieces `text` splits into before merging (the encoding's regex split).
+    fn pieces<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        self.bpe
+            .pieces(text)
+            .into_iter()
+            .map(|(a, b)| &text[a..b])
+            .collect()
+    }
+
+    /// Tokens of `piece` by the rescanning merge and by the heap merge (for the tests).
+    fn _merge_both(&self, piece: &[u8]) -> (usize, usize) {
+        self.bpe.merge_both(piece)
+    }
+
+    /// Number of tokens in the vocabulary.
+    fn __len__(&self) -> usize {
+        self.bpe.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("BpeCounter({:?})", self.encoding)
+    }
 }

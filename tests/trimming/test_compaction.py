@@ -604,8 +604,8 @@ async def test_long_agent_loop_on_sqlite_stays_valid_bounded_and_one_session(
 
 async def test_a_streaming_transport_needs_axio() -> None:
     """A transport with only ``stream()`` is taken as an axio transport: wrapped when axio
-    imports (tests/integrations/test_integration_axio.py runs it on Python >= 3.12), a clear settings
-    error naming the extra when it does not."""
+    imports (tests/integrations/test_integration_axio.py runs it on Python >= 3.12), a clear
+    settings error naming the extra when it does not."""
 
     class Streaming:
         def stream(self, messages: Any, tools: Any, system: str) -> Any:
@@ -617,4 +617,6 @@ async def test_a_streaming_transport_needs_axio() -> None:
         with pytest.raises(CompactionSettingsError, match=r"ctxtrim\[axio\]"):
             await compact_context(fill(30), Streaming())  # type: ignore[arg-type]
     else:
-        pytest.skip("axio is installed: tests/integrations/test_integration_axio.py covers the wrapping")
+        pytest.skip(
+            "axio is installed: tests/integrations/test_integration_axio.py covers the wrapping"
+        )

@@ -144,8 +144,8 @@ def _common_message(m: Message) -> list[dict[str, Any]] | None:
     """``to_openai_responses([m])`` built directly for the messages :func:`_common_item`
     makes (a call, a text output, a short text message), or None. ``get_items`` renders
     every message it returns, fresh from the store each call: the general renderer costs a
-    few µs a message, this a fraction (equal output: tests/integrations/test_integration_openai_agents.py
-    checks it on generated messages)."""
+    few µs a message, this a fraction (equal output: checked on generated messages by
+    tests/integrations/test_integration_openai_agents.py)."""
     content = m.content
     if len(content) != 1:
         return None
