@@ -44,6 +44,7 @@ from ctxtrim.formats import (
     to_openai_chat_json,
     to_openai_responses,
 )
+from ctxtrim.messages import drop_caches
 
 __all__ = [
     "CONSTRUCT",
@@ -245,7 +246,7 @@ def _parse(back: Callable[[Any], list[Message]], text: str) -> list[Message]:
 
 def _first_render(to: Callable[[list[Message]], Any], fresh: list[Message]) -> Any:
     for m in fresh:  # drop the kept renderings (and facts): time the conversion itself
-        m.__dict__.clear()
+        drop_caches(m)
     return to(fresh)
 
 

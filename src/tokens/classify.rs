@@ -17,7 +17,7 @@
 //! are classified straight into 4 × 64-bit lanes, and runs with no ASCII at all
 //! (`script_run`) are only counted; any other group goes block by block.
 //!
-//! This module is the crate's only `unsafe` code: the AVX2 intrinsics, which are sound to call
+//! This module is the core's only `unsafe` code: the AVX2 intrinsics, which are sound to call
 //! only once the CPU is known to have AVX2. [`Classifier::run`] enforces that: the AVX2
 //! classifier and its lane type are private to `avx2`, and only ever built inside
 //! `avx2::run`, which runs after `is_x86_feature_detected!("avx2")` said yes.

@@ -42,7 +42,8 @@
 //! Per message, [`TokenTally`] adds the framing every chat API charges ([`MESSAGE_OVERHEAD`]),
 //! a flat price per image ([`IMAGE_TOKENS`]) and tool calls (name, JSON input and the ids).
 
-// The AVX2 block classifier is the crate's only unsafe code; see its module docs.
+// The AVX2 block classifier is the core's only unsafe code (the bindings have one more
+// call, `bindings::untrack`); see its module docs.
 #[allow(unsafe_code)]
 mod classify;
 pub mod features;
