@@ -244,9 +244,10 @@ def _head(conn: sqlite3.Connection, sid: int) -> tuple[int, int]:
 
 def _read_rows(
     conn: sqlite3.Connection, sid: int, session_id: str, generation: int, start: int, nxt: int
-) -> tuple[list[Message], list[int]]:
-    """Messages ``[start, nxt)`` of ``generation`` and their stored token counts; every row
-    must be there (seq is unique and below next_seq, so the count proves contiguity)."""
+) -> tuple[list[Message], list[int], int]:
+    """Messages ``[start, nxt)`` of ``generation``, their stored token counts and the bytes
+    of their payloads; every row must be there (seq is unique and below next_seq, so the
+    count proves contiguity)."""
     rows = _rows(conn, sid, generation, start)
     if len(rows) != nxt - start:
         raise StoreError(
@@ -256,7 +257,7 @@ def _read_rows(
     messages = [
         decode_payload(p, session_id=session_id, seq=seq, checksum=crc) for seq, _, crc, p in rows
     ]
-    return messages, [r[1] for r in rows]
+    return messages, [r[1] for r in rows], sum([len(r[3]) for r in rows])
 
 
 def _rows(conn: sqlite3.Connection, sid: int, generation: int, start: int) -> list[_Row]:
@@ -850,7 +851,7 @@ class SQLiteContextStore(ContextStore):
         def body(conn: sqlite3.Connection) -> tuple[int, list[Message], list[int]]:
             generation, nxt = _head(conn, sid)
             start = 0 if limit is None else max(0, nxt - limit)
-            messages, counts = _read_rows(conn, sid, session_id, generation, start, nxt)
+            messages, counts, _ = _read_rows(conn, sid, session_id, generation, start, nxt)
             return generation, messages, counts
 
         return await self._run(_read, body)
@@ -877,8 +878,8 @@ class SQLiteContextStore(ContextStore):
         def body(conn: sqlite3.Connection) -> LogRead:
             current, nxt = _head(conn, sid)
             since = mark if (generation == current and mark is not None and mark <= nxt) else None
-            messages, counts = _read_rows(conn, sid, session_id, current, since or 0, nxt)
-            return current, since, messages, counts, nxt
+            read = _read_rows(conn, sid, session_id, current, since or 0, nxt)
+            return current, since, read[0], read[1], nxt, read[2]
 
         return await self._run(_read, body)
 
@@ -911,9 +912,10 @@ class SQLiteContextStore(ContextStore):
     # -- lifecycle --------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Release this store's share of the connection; idempotent."""
+        """Release this store's share of the connection and its cached log; idempotent."""
         if not self._closed:
             self._closed = True
+            self._log_cache.release()
             await self._db.release()
 
     @classmethod
