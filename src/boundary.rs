@@ -236,8 +236,8 @@ impl BoundaryIndex {
         }
         self.safe_cuts.push_back(n + 1);
         // Calls register after the results: a message's results never answer its own calls.
-        for id in &meta.tool_uses {
-            self.calls.insert(Arc::from(&**id), n);
+        for id in meta.tool_uses.iter() {
+            self.calls.insert(Arc::clone(id), n); // the message's own id, shared
         }
         let real = meta.is_real_user();
         if real {
@@ -635,7 +635,7 @@ fn analyze(metas: &[Meta]) -> Analysis<'_> {
     // First message issuing each id, for "result before call" and duplicate ids.
     let mut first_call: StdHashMap<&str, usize> = StdHashMap::new();
     for (i, m) in metas.iter().enumerate() {
-        for id in &m.tool_uses {
+        for id in m.tool_uses.iter() {
             first_call.entry(&**id).or_insert(i);
         }
     }
@@ -726,7 +726,7 @@ pub fn validate(metas: &[Meta]) -> Vec<Violation> {
     }
     for (index, (meta, fates)) in metas.iter().zip(&a.results).enumerate() {
         for (pos, (id, fate)) in meta.tool_results.iter().zip(fates).enumerate() {
-            let tool_use_id = id.clone();
+            let tool_use_id = Box::<str>::from(&**id);
             let v = match *fate {
                 ResultFate::Answers { .. } => continue,
                 ResultFate::Orphan => Violation::OrphanResult { index, tool_use_id },
