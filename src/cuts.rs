@@ -179,8 +179,8 @@ impl Cuts {
         }
         self.safe.push_back(n + 1);
         // Calls register after the results: a message's results never answer its own calls.
-        for id in &meta.tool_uses {
-            self.calls.insert(Arc::from(&**id), n);
+        for id in meta.tool_uses.iter() {
+            self.calls.insert(Arc::clone(id), n); // the message's own id, shared
         }
         let real = meta.is_real_user();
         if real {

@@ -536,7 +536,7 @@ impl<P: Clone> MessageLog<P> {
         let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
         let mut results: Vec<&str> = Vec::new();
         for e in self.range(start, end) {
-            for id in &e.meta.tool_results {
+            for id in e.meta.tool_results.iter() {
                 if !calls.contains(&**id) {
                     results.push(id);
                 }
@@ -554,7 +554,7 @@ impl<P: Clone> MessageLog<P> {
             if let Some(id) = e.meta.tool_results.iter().find(|id| calls.contains(&***id)) {
                 return Err(split(id));
             }
-            for id in &e.meta.tool_uses {
+            for id in e.meta.tool_uses.iter() {
                 calls.remove(&**id);
             }
         }

@@ -13,7 +13,14 @@
 //! - Only a [`Role::User`] message can open a user turn: [`Meta::is_real_user`] ignores
 //!   `real_user` on other roles, so a mislabelled assistant or system message never starts a turn.
 
+use std::sync::Arc;
+
 use crate::turn::TurnId;
+
+/// Tool-use ids of one message, in block order. Shared, not copied: every log holding a
+/// message shares the ids read from it once (a clone is two reference-count bumps, and no
+/// ids is a static empty slice, no allocation).
+pub type Ids = Arc<[Arc<str>]>;
 
 /// Who wrote a message. Tool results travel in user messages (Anthropic's model), so there is
 /// no tool role.
@@ -35,9 +42,9 @@ pub struct Meta {
     /// Estimated (or exact, from a Python counter) tokens of the message, overhead included.
     pub tokens: u32,
     /// Ids of the tool_use blocks this (assistant) message issues, in block order.
-    pub tool_uses: Vec<Box<str>>,
+    pub tool_uses: Ids,
     /// Tool use ids this (user) message answers, one per tool_result block, in block order.
-    pub tool_results: Vec<Box<str>>,
+    pub tool_results: Ids,
     /// A user message with content other than tool results (it starts a user turn).
     pub real_user: bool,
     /// The turn id the caller gave the message, if any (the log honours it).
@@ -51,8 +58,8 @@ impl Meta {
         Self {
             role,
             tokens,
-            tool_uses: Vec::new(),
-            tool_results: Vec::new(),
+            tool_uses: Ids::default(),
+            tool_results: Ids::default(),
             real_user: false,
             turn: None,
         }
@@ -81,7 +88,7 @@ impl Meta {
     pub fn with_tool_uses<I, S>(mut self, ids: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<Box<str>>,
+        S: Into<Arc<str>>,
     {
         self.tool_uses = ids.into_iter().map(Into::into).collect();
         self
@@ -92,7 +99,7 @@ impl Meta {
     pub fn with_tool_results<I, S>(mut self, ids: I) -> Self
     where
         I: IntoIterator<Item = S>,
-        S: Into<Box<str>>,
+        S: Into<Arc<str>>,
     {
         self.tool_results = ids.into_iter().map(Into::into).collect();
         self
@@ -156,7 +163,7 @@ mod tests {
         let m = Meta::assistant(7).with_tool_uses(["a", "b"]);
         assert_eq!(m.role, Role::Assistant);
         assert_eq!(m.tokens, 7);
-        assert_eq!(m.tool_uses, vec![Box::from("a"), Box::from("b")]);
+        assert_eq!(&*m.tool_uses, &[Arc::from("a"), Arc::from("b")]);
         assert!(m.tool_results.is_empty());
         assert!(!m.real_user);
         assert!(m.has_tool_blocks());

@@ -13,6 +13,9 @@
 use crate::log::MessageLog;
 use crate::meta::Meta;
 
+/// The most queued items whose buffer a flushed queue keeps.
+const KEPT_CAPACITY: usize = 16;
+
 /// Queued items of type `Q`, waiting to be indexed into a [`MessageLog`].
 #[derive(Clone, Debug)]
 pub struct IndexQueue<Q> {
@@ -76,6 +79,12 @@ impl<Q> IndexQueue<Q> {
         for item in self.items.drain(..) {
             let (payload, meta) = index(item);
             log.push(payload, meta);
+        }
+        // An idle log keeps no buffer sized for its largest batch (a history loaded at
+        // once would otherwise hold 16 bytes per message here for good); a turn's few
+        // appends keep theirs.
+        if self.items.capacity() > KEPT_CAPACITY {
+            self.items = Vec::new();
         }
     }
 }

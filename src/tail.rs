@@ -188,12 +188,12 @@ impl Tail {
         let mut open: Vec<(&str, usize)> = Vec::new();
         for (i, f) in region.iter().enumerate().rev() {
             suffix[i] = suffix[i + 1] + u64::from(f.tokens);
-            for id in &f.meta.tool_uses {
+            for id in f.meta.tool_uses.iter() {
                 if let Some(k) = open.iter().position(|(x, _)| *x == &**id) {
                     open.swap_remove(k);
                 }
             }
-            for id in &f.meta.tool_results {
+            for id in f.meta.tool_results.iter() {
                 if !open.iter().any(|(x, _)| *x == &**id) {
                     open.push((id, lo + i));
                 }

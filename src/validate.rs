@@ -236,7 +236,7 @@ fn analyze(metas: &[Meta]) -> Analysis<'_> {
     // First message issuing each id, for "result before call" and duplicate ids.
     let mut first_call: HashMap<&str, usize> = HashMap::new();
     for (i, m) in metas.iter().enumerate() {
-        for id in &m.tool_uses {
+        for id in m.tool_uses.iter() {
             first_call.entry(&**id).or_insert(i);
         }
     }
@@ -327,7 +327,7 @@ pub fn validate(metas: &[Meta]) -> Vec<Violation> {
     }
     for (index, (meta, fates)) in metas.iter().zip(&a.results).enumerate() {
         for (pos, (id, fate)) in meta.tool_results.iter().zip(fates).enumerate() {
-            let tool_use_id = id.clone();
+            let tool_use_id = Box::<str>::from(&**id);
             let v = match *fate {
                 ResultFate::Answers { .. } => continue,
                 ResultFate::Orphan => Violation::OrphanResult { index, tool_use_id },

@@ -14,6 +14,7 @@ use ctxtrim::turn::TurnId;
 use ctxtrim::validate::{repair_plan, validate, RepairOp};
 use ctxtrim::window::{decide, Options, Rule};
 use proptest::prelude::*;
+use std::sync::Arc;
 
 type Log = MessageLog<u32>;
 
@@ -124,8 +125,8 @@ fn chaos() -> impl Strategy<Value = Vec<Meta>> {
         .prop_map(|(role, uses, results, real)| Meta {
             role,
             tokens: 1,
-            tool_uses: uses.into_iter().map(Box::from).collect(),
-            tool_results: results.into_iter().map(Box::from).collect(),
+            tool_uses: uses.into_iter().map(Arc::from).collect(),
+            tool_results: results.into_iter().map(Arc::from).collect(),
             real_user: real,
             turn: None,
         });
@@ -150,7 +151,7 @@ fn log_of(metas: &[Meta]) -> Log {
 fn pairs(metas: &[Meta]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     for (r, m) in metas.iter().enumerate() {
-        for id in &m.tool_results {
+        for id in m.tool_results.iter() {
             if let Some(u) = (0..r).rev().find(|&u| metas[u].tool_uses.contains(id)) {
                 out.push((u, r));
             }
@@ -352,7 +353,8 @@ fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
             assert_eq!(dropped, m.tool_results.len());
         } else {
             let mut m = m.clone();
-            let mut results: Vec<Option<Box<str>>> =
+            let mut uses: Vec<Arc<str>> = m.tool_uses.to_vec();
+            let mut results: Vec<Option<Arc<str>>> =
                 m.tool_results.iter().cloned().map(Some).collect();
             for op in plan {
                 match op {
@@ -360,18 +362,19 @@ fn apply(metas: &[Meta], plan: &[RepairOp]) -> Vec<Meta> {
                         index,
                         use_pos,
                         new_id,
-                    } if *index == i => m.tool_uses[*use_pos] = new_id.clone(),
+                    } if *index == i => uses[*use_pos] = Arc::from(&**new_id),
                     RepairOp::RenameResult {
                         index,
                         result_pos,
                         new_id,
-                    } if *index == i => results[*result_pos] = Some(new_id.clone()),
+                    } if *index == i => results[*result_pos] = Some(Arc::from(&**new_id)),
                     RepairOp::DropResult { index, result_pos } if *index == i => {
                         results[*result_pos] = None;
                     }
                     _ => {}
                 }
             }
+            m.tool_uses = uses.into();
             m.tool_results = results.into_iter().flatten().collect();
             out.push(m);
         }

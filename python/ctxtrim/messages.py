@@ -51,8 +51,11 @@ Rules beyond field types:
 
 Conveniences: ``Message.text`` joins the text blocks with no separator; ``Message.tool_results``
 is the constructor when called on the class and the tuple of result blocks on an instance.
-Structs are ``gc=False`` (no reference cycle can run through a valid message) and hashable only
-when no ``dict`` field (``input``, ``meta``) is set.
+Structs are ``gc=False`` (no reference cycle can run through a valid message: its dicts and
+lists are frozen copies of plain JSON, themselves untracked by the cyclic GC) and hashable only
+when no ``dict`` field (``input``, ``meta``) is set. What is read or rendered from a
+:class:`Message` is kept in slots (:data:`CACHE_SLOTS`), not an instance ``__dict__``, so that
+it can be ``gc=False`` too.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ import math
 import re
 import types
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -424,7 +427,44 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 # Message
 
 
-class _MessageOptions(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, dict=True):
+#: The slot of the counts that counters asked of a provider keep on a message (a dict of
+#: ints, one key per counter object; see ``ctxtrim.tokens.AnthropicTokenCounter``).
+COUNTS_SLOT = "_ctxtrim_counts"
+
+#: The per-message caches: the facts the core read (``_ctxtrim_facts``), each provider
+#: format's kept rendering and the provider counts. Slots, not fields: never encoded,
+#: compared, hashed or copied.
+CACHE_SLOTS = (
+    "_ctxtrim_facts",
+    "_ctxtrim_anthropic",
+    "_ctxtrim_openai_chat",
+    "_ctxtrim_openai_responses",
+    COUNTS_SLOT,
+)
+
+
+class _Caches:
+    """The slots a :class:`Message` keeps what is read or rendered from it in (see
+    :data:`CACHE_SLOTS`). A slot, rather than an instance ``__dict__``, lets the struct be
+    ``gc=False``: a server holding millions of messages gives the cyclic GC nothing to walk.
+    An unset slot raises ``AttributeError``; read it with ``getattr(m, name, None)``."""
+
+    __slots__ = CACHE_SLOTS
+
+
+def drop_caches(message: Message) -> None:
+    """Forget what was read or rendered from ``message`` (for benchmarks timing a first read;
+    the caches are never stale, a message being immutable)."""
+    for name in CACHE_SLOTS:
+        try:
+            _Caches.__dict__[name].__delete__(message)
+        except AttributeError:  # not set
+            pass
+
+
+class _MessageOptions(
+    _Caches, msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False
+):
     """The keyword-only optional fields of :class:`Message` (a base class so that ``role`` and
     ``content`` can stay positional)."""
 
@@ -626,10 +666,9 @@ class Message(_MessageOptions, frozen=True):
     role: Role
     content: tuple[Block, ...]
 
-    #: The facts the core read from this message (role, tool ids, tokens), kept in the
-    #: instance ``__dict__`` the first time anything asks, so a message is read once however
-    #: many histories hold it. ``None`` until then; not a field (never encoded or compared).
-    _ctxtrim_facts: ClassVar[Any] = None
+    # The facts the core read from this message (role, tool ids, tokens) are kept in the
+    # ``_ctxtrim_facts`` slot the first time anything asks, so a message is read once however
+    # many histories hold it (unset until then; not a field: never encoded or compared).
 
     # Every check at once in the core, ``meta`` frozen, no Python frame; ``_check`` names the
     # problem (or normalises a rarer form, such as a list of blocks).

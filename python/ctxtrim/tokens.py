@@ -31,10 +31,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
+from msgspec.structs import force_setattr
 
 from ctxtrim import _core
 from ctxtrim.errors import TokenCountError
-from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import (
+    COUNTS_SLOT,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 _json_encode = msgspec.json.encode
 
@@ -480,8 +488,8 @@ class AnthropicTokenCounter:
         self.max_concurrency = max_concurrency
         self.calls = 0
         self._lock = threading.Lock()
-        # Where this counter keeps its counts on a message (one key per counter object).
-        self._key = f"_ctxtrim_anthropic_{next(_counter_ids)}"
+        # This counter's key in a message's kept counts (one key per counter object).
+        self._key = f"anthropic:{next(_counter_ids)}"
 
     def __repr__(self) -> str:
         return f"AnthropicTokenCounter(model={self.model!r})"
@@ -490,8 +498,8 @@ class AnthropicTokenCounter:
 
     def counted(self, message: Message) -> int | None:
         """The count kept for ``message``, or None if this counter has not counted it."""
-        n: int | None = message.__dict__.get(self._key)
-        return n
+        counts: dict[str, int] | None = getattr(message, COUNTS_SLOT, None)
+        return None if counts is None else counts.get(self._key)
 
     def count_message(self, message: Message) -> int:
         n = self.counted(message)
@@ -584,7 +592,11 @@ class AnthropicTokenCounter:
             n = self.counted(message)
             if n is None:
                 n = max(0, totals[i] - before) if i in totals else 0
-                message.__dict__[self._key] = n
+                counts = getattr(message, COUNTS_SLOT, None)
+                if counts is None:
+                    counts = {}
+                    force_setattr(message, COUNTS_SLOT, counts)
+                counts[self._key] = n
             before += n
         return before
 

@@ -5,6 +5,8 @@
 //! could deadlock with the GIL) and compared by identity, which is far cheaper than reading
 //! each block's `type` tag.
 
+use std::sync::Arc;
+
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
@@ -244,8 +246,8 @@ pub fn meta_of(
     let mut ids = ToolIds::default();
     let other_content = walk_content(c, msg, path, &mut tally, Some(&mut ids))?;
     let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
-    meta.tool_uses = ids.uses;
-    meta.tool_results = ids.results;
+    meta.tool_uses = ids.uses.into();
+    meta.tool_results = ids.results.into();
     meta.real_user = role == Role::User && other_content;
     let turn = msg.getattr(intern!(py, "turn"))?;
     if !turn.is_none() {
@@ -270,8 +272,8 @@ pub fn tokens_of(msg: &Bound<'_, PyAny>, path: &str, encoding: Encoding) -> PyRe
 /// The ids a message's tool calls issue and its tool results answer.
 #[derive(Default)]
 struct ToolIds {
-    uses: Vec<Box<str>>,
-    results: Vec<Box<str>>,
+    uses: Vec<Arc<str>>,
+    results: Vec<Arc<str>>,
 }
 
 /// Walks the blocks of a checked message: adds their tokens to `tally` and, given `ids`,
@@ -292,7 +294,7 @@ fn walk_content(
         if ty.is(c.tool_result.bind(py)) {
             if let Some(ids) = ids.as_deref_mut() {
                 let id = with_str(&block, intern!(py, "tool_use_id"), bpath, |s: &str| {
-                    Box::<str>::from(s)
+                    Arc::<str>::from(s)
                 })?;
                 ids.results.push(id);
             }
@@ -313,7 +315,7 @@ fn walk_content(
             if let Some(ids) = ids.as_deref_mut() {
                 ids.uses
                     .push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
-                        Box::<str>::from(s)
+                        Arc::<str>::from(s)
                     })?);
             }
         } else if ty.is(c.image.bind(py)) {

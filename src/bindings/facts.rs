@@ -1,10 +1,15 @@
 //! `MessageFacts`: what the core needs of a message, read once per message object, ever.
 //!
 //! The facts (role, tool ids, whether it opens a turn, its token estimate) are read the first
-//! time anything asks and kept on the message itself, in its instance `__dict__` under
-//! `_ctxtrim_facts` (the class attribute of that name is `None`, so a message not yet read
-//! answers `None` without raising). Every later call on any list, log, store, strategy or
-//! check reuses them: a message is read once however many histories hold it.
+//! time anything asks and kept on the message itself, in its `_ctxtrim_facts` slot (unset
+//! until then). Every later call on any list, log, store, strategy or check reuses them: a
+//! message is read once however many histories hold it.
+//!
+//! Neither the message nor its facts are tracked by Python's cyclic GC (`Message` is a
+//! `gc=False` struct; the facts object is untracked when made): a server holding millions of
+//! messages gives the collector nothing to walk. The facts refer to nothing but exact token
+//! counters (to key their counts), so a cycle through them needs a counter that itself holds
+//! the messages it counted; such a cycle would be kept until the counter is dropped by hand.
 //!
 //! Why on the message: it is the one place whose lifetime is the message's, so the cache is
 //! bounded by the messages alive (no global table that grows with every message ever seen),
@@ -22,11 +27,12 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::PyType;
 use pyo3::{intern, Py};
 
-use super::convert::{check_message, meta_of, tokens_of};
+use super::convert::{check_message, classes, meta_of, tokens_of};
 use super::tokens::PyBpeCounter;
+use super::untrack::untrack;
 use crate::meta::Meta;
 use crate::tail::Facts;
 use crate::tokens::Encoding;
@@ -147,8 +153,10 @@ pub fn facts_of<'py>(
         check_message(msg, &path())?;
     }
     let key = intern!(py, "_ctxtrim_facts");
-    if let Ok(facts) = msg.getattr(key)?.cast_into::<PyFacts>() {
-        return Ok(facts);
+    if let Some(kept) = msg.getattr_opt(key)? {
+        if let Ok(facts) = kept.cast_into::<PyFacts>() {
+            return Ok(facts);
+        }
     }
     let meta = meta_of(msg, None, &path(), Encoding::Cl100k)?;
     let facts = Bound::new(
@@ -159,9 +167,12 @@ pub fn facts_of<'py>(
             counted: Mutex::new(Vec::new()),
         },
     )?;
-    msg.getattr(intern!(py, "__dict__"))?
-        .cast::<PyDict>()?
-        .set_item(key, &facts)?;
+    untrack(facts.as_any());
+    // The slot of a frozen struct: set as msgspec's `force_setattr` sets it.
+    classes(py)?
+        .force_setattr
+        .bind(py)
+        .call1((msg, key, &facts))?;
     Ok(facts)
 }
 

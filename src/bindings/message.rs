@@ -20,13 +20,16 @@
 //! message's `meta` are stored as `FrozenDict`/`FrozenList` copies (dict and list subclasses
 //! whose mutators raise), built here in one walk that also checks the value is plain JSON.
 //! A value that is already frozen throughout is returned as is, so a message built from
-//! another message's values copies nothing.
+//! another message's values copies nothing. The copies are untracked by Python's cyclic GC:
+//! they hold only plain JSON and other such copies, and never change, so no cycle can run
+//! through them (a server holding millions of messages gives the collector nothing to walk).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::{classes, Classes};
+use super::untrack::untrack;
 
 /// Nesting beyond which a value is left to the Python checks (which also find cycles).
 const MAX_DEPTH: u32 = 200;
@@ -85,6 +88,8 @@ fn freeze<'py>(
         for (k, v) in items {
             out_dict.set_item(k, v)?;
         }
+        // Immutable plain JSON of fresh copies: no cycle can run through it.
+        untrack(&out);
         return Ok(Some(out));
     }
     let frozen_list = ty.is(c.frozen_list.bind(py));
@@ -103,6 +108,7 @@ fn freeze<'py>(
             return Ok(Some(value.clone()));
         }
         let out = c.frozen_list.bind(py).call1((PyTuple::new(py, items)?,))?;
+        untrack(&out);
         return Ok(Some(out));
     }
     Ok(None)

@@ -16,6 +16,7 @@ mod render;
 mod text;
 mod tokens;
 mod turn;
+mod untrack;
 mod validate;
 mod window;
 

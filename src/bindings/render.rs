@@ -1,7 +1,7 @@
 //! `join_renderings`: a window's request body from its messages' kept provider renderings.
 //!
 //! Each message keeps its provider rendering (JSON bytes: the comma-joined items it becomes)
-//! in its instance `__dict__` under the format's attribute; a request for a window is those
+//! in its slot for that format (`ctxtrim.messages.CACHE_SLOTS`); a request for a window is those
 //! bytes joined into one JSON array. Joining is the per-call work of every request, so it is
 //! done here in one pass; a message not rendered yet is handed to the format's Python
 //! `render(message, index)`, which renders it, keeps the result and returns it.

@@ -1,4 +1,4 @@
-//! The AVX2 classifier and the four-block lanes it prices with: the crate's only `unsafe`
+//! The AVX2 classifier and the four-block lanes it prices with: the core's only `unsafe`
 //! code.
 //!
 //! With AVX2 (detected at run time, present on x86-64 CPUs since 2013) a block's byte classes

@@ -55,14 +55,16 @@
 //! - `patterns`: the pattern arithmetic over masks, once for one block and for four-block
 //!   lanes;
 //! - `scan`: reading a text block by block or group by group, feeding the patterns;
-//! - `avx2`: the AVX2 classifier and lanes, the crate's only `unsafe` code;
+//! - `avx2`: the AVX2 classifier and lanes, the core's only `unsafe` code (the bindings have one
+//!   more call, `bindings::untrack`);
 //! - `dispatch`: which classifier runs, and the counting and pricing passes;
 //! - `bpe`: the exact tokenizer (OpenAI's split rules, tiktoken's merges; on its own);
 //! - this module: the entry points ([`estimate_tokens`], [`features`], [`TokenTally`]).
 
 pub mod bpe;
 
-// The AVX2 classifier is the crate's only unsafe code; see its module docs.
+// The AVX2 classifier is the core's only unsafe code (the bindings have one more call,
+// `bindings::untrack`); see its module docs.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2;

@@ -7,6 +7,7 @@ import datetime
 import gc
 import json
 import pickle
+import sys
 from typing import Any
 
 import msgspec
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from ctxtrim import _core
 from ctxtrim.errors import CtxtrimError, InvalidMessage
+from ctxtrim.formats import to_openai_chat
 from ctxtrim.messages import (
     IMAGE_MEDIA_TYPES,
     FrozenDict,
@@ -30,6 +32,7 @@ from ctxtrim.messages import (
     block_from_dict,
     block_to_dict,
     decode_messages,
+    drop_caches,
     encode_messages,
 )
 
@@ -347,29 +350,69 @@ def test_messages_are_immutable() -> None:
     assert hash(Message.user("x")) == hash(Message.user("x"))
 
 
-def test_blocks_are_not_gc_tracked() -> None:
-    # gc=False: no reference cycle can go through a block (its dicts are plain JSON). A
-    # Message has an instance __dict__ for its cached facts, which msgspec only allows on a
-    # gc-tracked struct.
+def facts(m: Message) -> object:
+    return getattr(m, "_ctxtrim_facts", None)
+
+
+def test_messages_and_what_they_hold_are_not_gc_tracked() -> None:
+    # gc=False: no reference cycle can go through a block or a message (their dicts and
+    # lists are frozen copies of plain JSON), so a server holding millions of messages gives
+    # the cyclic GC nothing to walk: not the message, its frozen dicts, its facts or renderings.
+    m = Message.assistant(
+        "x", tool_uses=[("t1", "ls", {"dir": "/", "opts": ["-l", {"a": 1}]})], meta={"k": [1]}
+    )
+    _core.message_tokens(m)
+    to_openai_chat([Message.user("hi"), m])
+    decoded = Message.decode(m.encode())
+    _core.message_tokens(decoded)
+    for msg in (m, decoded):
+        use = msg.tool_uses[0]
+        meta = msg.meta
+        assert meta is not None
+        held = [msg, use, use.input, use.input["opts"], use.input["opts"][1], meta]
+        held += [meta["k"], facts(msg)]
+        for obj in held:
+            assert obj is not None and not gc.is_tracked(obj), obj
+    assert getattr(m, "_ctxtrim_openai_chat", None) is not None
     for obj in (TextBlock("x"), Usage(), ToolResultBlock("t", "x")):
         assert not gc.is_tracked(obj)
+    # A cache is a slot, not an attribute anyone can set.
+    with pytest.raises(AttributeError):
+        m._ctxtrim_facts = None  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        m.anything = 1  # type: ignore[attr-defined]
+
+
+def test_dropped_messages_release_their_caches() -> None:
+    m = Message.user("x" * 100)
+    _core.message_tokens(m)
+    to_openai_chat([m])
+    held = [facts(m), m._ctxtrim_openai_chat]  # type: ignore[attr-defined]
+    before = [sys.getrefcount(obj) for obj in held]
+    del m  # no collection needed: nothing of it is in a cycle
+    assert [sys.getrefcount(obj) for obj in held] == [n - 1 for n in before]
 
 
 def test_facts_are_cached_on_the_message_and_never_copied() -> None:
     m = Message.assistant("x", tool_uses=[("t1", "ls", {"dir": "/"})])
-    assert m._ctxtrim_facts is None
+    assert facts(m) is None
     tokens = _core.message_tokens(m)
-    facts = m._ctxtrim_facts
-    assert facts is not None
-    assert _core.message_tokens(m) == tokens and m._ctxtrim_facts is facts
+    kept = facts(m)
+    assert kept is not None
+    assert _core.message_tokens(m) == tokens and facts(m) is kept
     # Not a field: not encoded, not compared, and never carried to a new message.
     assert m == Message.assistant("x", tool_uses=[("t1", "ls", {"dir": "/"})])
+    assert hash(Message.user("y")) == hash(Message.user("y"))
     assert b"facts" not in m.encode()
     bigger = msgspec.structs.replace(m, content=[TextBlock("x" * 400)])
-    assert bigger._ctxtrim_facts is None
+    assert facts(bigger) is None
     assert _core.message_tokens(bigger) > tokens
-    assert copy.copy(m)._ctxtrim_facts is None
-    assert pickle.loads(pickle.dumps(m))._ctxtrim_facts is None
+    assert facts(copy.copy(m)) is None
+    assert facts(pickle.loads(pickle.dumps(m))) is None
+    assert pickle.loads(pickle.dumps(m)) == m and copy.copy(m) == m
+    drop_caches(m)
+    assert facts(m) is None
+    assert _core.message_tokens(m) == tokens and facts(m) is not kept
 
 
 def test_replace_validates() -> None:

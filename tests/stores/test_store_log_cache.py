@@ -8,13 +8,15 @@ generation, and the next load reads the session whole. Run on every persistent b
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxtrim import FitContextWindow, Message
+from ctxtrim.errors import InvalidArgument
+from ctxtrim.stores import DEFAULT_LOG_CACHE_BYTES, LogCaches, log_caches
 
 from helpers import agent_session
 from store_backends import PERSISTENT_BACKENDS, Backend, opened
@@ -84,3 +86,74 @@ async def test_load_log_reads_only_what_was_appended_since(
             assert (await store.load_log()).to_list() == [Message.user("again")]
     finally:
         await backend.cleanup()
+
+
+@pytest.fixture
+def small_log_caches() -> Iterator[LogCaches]:
+    """The process's bound on cached logs, set low for one test and restored after."""
+    before = log_caches.limit_bytes
+    log_caches.limit_bytes = 0
+    yield log_caches
+    log_caches.limit_bytes = before
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_cached_logs_stay_bounded_as_sessions_grow(
+    factory: Callable[[Path], Backend],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    small_log_caches: LogCaches,
+) -> None:
+    # Many sessions, each trimmed every turn: the cached logs hold at most the bound (plus
+    # the one just read), the least recently used are released, and a released session
+    # still reads exactly its history (read whole again, then incrementally).
+    backend = factory(tmp_path)
+    history = agent_session(3)
+    row = max(len(m.encode()) for m in history)
+    limit = 4 * sum(len(m.encode()) for m in history)  # about four sessions' logs
+    small_log_caches.limit_bytes = limit
+    stores = []
+    try:
+        for k in range(12):
+            store = await backend.open(f"bounded-{k}")
+            stores.append(store)
+            await store.append_many(history)
+            assert (await store.load_log()).to_list() == history
+            assert small_log_caches.held_bytes <= limit + 2 * row * len(history)
+        assert 3 <= small_log_caches.sessions <= 5
+        decoded = _counting_decodes(stores[0], monkeypatch)
+        # The first session's log was released: read whole, and cached again after.
+        extra = [Message.user(f"more {k}") for k in range(2)]
+        await stores[0].append_many(extra)
+        assert (await stores[0].load_log()).to_list() == [*history, *extra]
+        assert len(decoded) == len(history) + len(extra)
+        del decoded[:]
+        assert (await stores[0].load_log()).to_list() == [*history, *extra] and not decoded
+        # The most recently read ones are still cached: nothing to read for them.
+        for store in stores[-2:]:
+            assert (await store.load_log()).to_list() == history and not decoded
+        for k, store in enumerate(stores):
+            assert (await store.load_log()).to_list() == ([*history, *extra] if k == 0 else history)
+        assert small_log_caches.held_bytes <= limit + 2 * row * len(history)
+        # A bound of 0 keeps only the log just read; closing a store releases its log.
+        small_log_caches.limit_bytes = 0
+        assert small_log_caches.sessions == 0 and small_log_caches.held_bytes == 0
+        for store in stores:
+            assert (await store.load_log()).to_list() in (history, [*history, *extra])
+            assert small_log_caches.sessions == 1
+        await stores[-1].close()
+        assert small_log_caches.sessions == 0 and small_log_caches.held_bytes == 0
+    finally:
+        for store in stores:
+            await store.close()
+        await backend.cleanup()
+    assert small_log_caches.sessions == 0 and small_log_caches.held_bytes == 0
+
+
+def test_the_bound_is_checked() -> None:
+    for bad in (-1, 1.5, True, "1"):
+        with pytest.raises(InvalidArgument):
+            LogCaches(bad)  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgument):
+            log_caches.limit_bytes = bad  # type: ignore[assignment]
+    assert log_caches.limit_bytes == DEFAULT_LOG_CACHE_BYTES

@@ -37,6 +37,7 @@ from ctxtrim.formats import (
     to_openai_chat_json,
     to_openai_responses,
 )
+from ctxtrim.messages import drop_caches
 
 from .history import agent_history
 from .paths import SYSTEM, turn_messages
@@ -93,7 +94,7 @@ def _parse(back: Callable[[Any], list[Message]], text: str) -> list[Message]:
 
 def _first_render(to: Callable[[list[Message]], Any], fresh: list[Message]) -> Any:
     for m in fresh:  # drop the kept renderings (and facts): time the conversion itself
-        m.__dict__.clear()
+        drop_caches(m)
     return to(fresh)
 
 
@@ -116,7 +117,7 @@ def bench_tool_input_json(rows: list[Row], *, repeat: int, smoke: bool) -> None:
 
         def price(fresh: list[Message] = fresh) -> None:
             for m in fresh:
-                m.__dict__.clear()  # drop the kept facts: price it as the first time
+                drop_caches(m)  # drop the kept facts: price it as the first time
                 message_tokens(m)
 
         timed = best_interleaved(

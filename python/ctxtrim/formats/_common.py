@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec.structs import force_setattr
 
 from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage, InvalidToolArguments
@@ -60,7 +61,7 @@ def rendered_json(
         if type(m) is not Message:
             raise InvalidMessage(f"expected a Message, got {tname(m)}", f"messages[{start + i}]")
         rendered = _ENCODE(render(m, f"messages[{start + i}]"))[1:-1]
-        m.__dict__[attr] = rendered
+        force_setattr(m, attr, rendered)  # a slot of the frozen message (CACHE_SLOTS)
         return rendered
 
     return _core.join_renderings(messages, attr, render_one)

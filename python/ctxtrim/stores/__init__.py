@@ -5,6 +5,11 @@
 / ``ctxtrim[postgres]`` extras), so they are imported on first access
 (``from ctxtrim.stores import RedisContextStore``): importing this package never requires
 them, and a missing client raises ``ImportError`` naming the extra only when asked for.
+
+``log_caches`` (a :class:`LogCaches`) bounds the logs these stores keep cached for
+``load_log``: ``ctxtrim.stores.log_caches.limit_bytes = 128 * 2**20`` caps them at 128 MiB
+of stored messages (default :data:`DEFAULT_LOG_CACHE_BYTES`, 512 MiB), the least recently
+used sessions' logs released first.
 """
 
 from __future__ import annotations
@@ -12,13 +17,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ctxtrim.stores._common import DEFAULT_LOG_CACHE_BYTES, LogCaches, log_caches
 from ctxtrim.stores.sqlite import SQLiteContextStore
 
 if TYPE_CHECKING:
     from ctxtrim.stores.postgres import PostgresContextStore
     from ctxtrim.stores.redis import RedisContextStore
 
-__all__ = ["PostgresContextStore", "RedisContextStore", "SQLiteContextStore"]
+__all__ = [
+    "DEFAULT_LOG_CACHE_BYTES",
+    "LogCaches",
+    "PostgresContextStore",
+    "RedisContextStore",
+    "SQLiteContextStore",
+    "log_caches",
+]
 
 _LAZY = {
     "RedisContextStore": ("ctxtrim.stores.redis", "redis"),

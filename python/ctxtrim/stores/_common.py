@@ -19,7 +19,9 @@ Invariants the backends rely on:
 
 from __future__ import annotations
 
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 import msgspec
@@ -49,6 +51,7 @@ from ctxtrim.store import (
 from ctxtrim.tokens import TokenCounter
 
 __all__ = [
+    "DEFAULT_LOG_CACHE_BYTES",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_TIMEOUT",
     "INT64_MAX",
@@ -56,6 +59,7 @@ __all__ = [
     "MAX_SESSION_ID_BYTES",
     "TURN_ATTEMPTS",
     "LogCache",
+    "LogCaches",
     "check_batch",
     "check_int64",
     "check_limit",
@@ -68,6 +72,7 @@ __all__ = [
     "decode_payload",
     "encode_payload",
     "load_cached",
+    "log_caches",
     "payload_checksum",
     "preview",
     "token_counts",
@@ -222,25 +227,112 @@ def preview(history: Iterable[Message]) -> str:
     return _preview(history)
 
 
-class LogCache:
-    """The log a store last read, so that trimming a session every turn reads only the rows
-    appended since (O(new), not O(history)).
+#: Default bound on what the cached logs of all persistent stores of a process hold: the
+#: stored size (JSON bytes) of their messages. See :class:`LogCaches`.
+DEFAULT_LOG_CACHE_BYTES = 512 * 1024 * 1024
 
-    A backend reads ``(generation, since, messages, counts, mark)``: the rows from position
-    ``since`` (``None``: the whole history) of ``generation``, and ``mark``, where the next
-    read starts. Rows only ever get appended within a generation, and everything else
-    (clear, compaction, a removed turn) moves the generation, so a read that continues the
-    cached log from its own mark in its own generation extends it; any other read replaces
-    it. Two loads that raced leave the second's read not continuing the cache: it is read
-    again whole (rare, always correct).
+
+class LogCaches:
+    """The bound on the logs persistent stores keep cached (one per open store, see
+    :class:`LogCache`), shared by every store of the process: a server holding thousands of
+    sessions keeps the logs of those in use and releases the least recently used ones first.
+
+    ``limit_bytes`` bounds the stored size (the JSON bytes read from the database) of the
+    messages all cached logs hold; in memory, a decoded message takes about that size again
+    for its text plus a fixed cost per message (measured in ``docs/performance.md``). When
+    a read takes the total past the limit, the least recently read logs are released, never
+    the one just read (so a single history larger than the limit is still cached alone). A
+    released log is read again whole, from the database, the next time its store is used:
+    nothing changes but that read's cost. Closing a store releases its log at once (a store
+    dropped unclosed keeps its log in the bound until it is the least recently used).
     """
 
-    __slots__ = ("_generation", "_log", "_mark")
+    def __init__(self, limit_bytes: int = DEFAULT_LOG_CACHE_BYTES) -> None:
+        self._lru: OrderedDict[LogCache, int] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+        self._limit = self._check(limit_bytes)
 
-    def __init__(self) -> None:
+    @staticmethod
+    def _check(value: object) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidArgument(f"limit_bytes must be an int >= 0, got {value!r}")
+        return value
+
+    @property
+    def limit_bytes(self) -> int:
+        """The bound (bytes of stored JSON); setting it releases logs down to it at once."""
+        return self._limit
+
+    @limit_bytes.setter
+    def limit_bytes(self, value: int) -> None:
+        self._limit = self._check(value)
+        self._evict(None)
+
+    @property
+    def held_bytes(self) -> int:
+        """The stored size of the messages the cached logs hold now."""
+        return self._held
+
+    @property
+    def sessions(self) -> int:
+        """How many stores have a cached log now."""
+        return len(self._lru)
+
+    def _use(self, cache: LogCache, size: int) -> None:
+        """``cache`` now holds ``size`` bytes and is the most recently used."""
+        with self._lock:
+            self._held += size - self._lru.pop(cache, 0)
+            self._lru[cache] = size
+        self._evict(cache)
+
+    def _forget(self, cache: LogCache) -> None:
+        with self._lock:
+            self._held -= self._lru.pop(cache, 0)
+
+    def _evict(self, keep: LogCache | None) -> None:
+        victims = []
+        with self._lock:
+            while self._held > self._limit and self._lru:
+                oldest, size = next(iter(self._lru.items()))
+                if oldest is keep:
+                    break  # only the log just read is left over the limit
+                del self._lru[oldest]
+                self._held -= size
+                victims.append(oldest)
+        for victim in victims:
+            victim._drop()
+
+
+#: The process's bound on cached logs (``ctxtrim.stores.log_caches``).
+log_caches = LogCaches()
+
+
+class LogCache:
+    """The log a store last read, so that trimming a session every turn reads only the rows
+    appended since (O(new), not O(history)). Bounded with every other store's by
+    :data:`log_caches` (the least recently used are released).
+
+    A backend reads ``(generation, since, messages, counts, mark, size)``: the rows from
+    position ``since`` (``None``: the whole history) of ``generation``, ``mark``, where the
+    next read starts, and ``size``, the stored bytes of the rows read. Rows only ever get
+    appended within a generation, and everything else (clear, compaction, a removed turn)
+    moves the generation, so a read that continues the cached log from its own mark in its
+    own generation extends it; any other read replaces it. Two loads that raced leave the
+    second's read not continuing the cache: it is read again whole (rare, always correct); so
+    is a log released meanwhile.
+    """
+
+    __slots__ = ("_bytes", "_generation", "_log", "_mark", "_owner", "_read_at")
+
+    def __init__(self, owner: LogCaches | None = None) -> None:
         self._generation: int | None = None
         self._log: _core.MessageLog | None = None
         self._mark: int | None = None
+        self._bytes = 0
+        self._owner = log_caches if owner is None else owner
+        #: ``(generation, mark)`` of the last log returned (kept when the log is released).
+        self._read_at: tuple[int, int] | None = None
 
     def start(self) -> tuple[int | None, int | None]:
         """``(generation, mark)`` to read from: what the cached log holds."""
@@ -253,6 +345,7 @@ class LogCache:
         messages: Sequence[Message],
         counts: Sequence[int],
         mark: int,
+        size: int = 0,
     ) -> _core.MessageLog | None:
         """The log after that read, or ``None`` if the read does not continue the cache."""
         log = self._log
@@ -262,6 +355,7 @@ class LogCache:
             # only a ``replace_prefix`` can have stored, is numbered at that turn.
             log = _core.MessageLog()
             log.replace_prefix(0, messages, log.generation, tokens=list(counts))
+            held = size
         elif log is None or since != self._mark or generation != self._generation:
             return None
         else:
@@ -269,11 +363,24 @@ class LogCache:
                 log.extend(messages, tokens=list(counts))
             except InvalidTurnId:  # written by a ctxtrim that did not check turns: read whole
                 return None
-        self._log, self._generation, self._mark = log, generation, mark
-        return log.snapshot()
+            held = self._bytes + size
+        self._log, self._generation, self._mark, self._bytes = log, generation, mark, held
+        self._read_at = (generation, mark)
+        snapshot = log.snapshot()
+        self._owner._use(self, held)
+        return snapshot
+
+    def release(self) -> None:
+        """Drop the cached log (the store closed); the next load reads the history whole."""
+        self._owner._forget(self)
+        self._drop()
+
+    def _drop(self) -> None:
+        self._log = self._generation = self._mark = None
+        self._bytes = 0
 
 
-LogRead = tuple[int, int | None, list[Message], list[int], int]
+LogRead = tuple[int, int | None, list[Message], list[int], int, int]
 
 
 async def load_cached(
@@ -317,7 +424,9 @@ async def turn_guard(
     if all(m.turn is None for m in messages):
         return None
     current = await log()
-    generation, mark = cache.start()
-    assert generation is not None and mark is not None  # a load always fills the cache
+    # Where that log was read (not ``start()``: another store's read may have released the
+    # cached log since, e.g. from another thread).
+    assert cache._read_at is not None  # a load always sets it
+    generation, mark = cache._read_at
     current.fork().extend(messages, tokens=[0] * len(messages))  # raises InvalidTurnId
     return generation, mark

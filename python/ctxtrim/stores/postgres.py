@@ -748,7 +748,7 @@ class PostgresContextStore(ContextStore):
         return self._decode(rows)[0]
 
     async def snapshot(self) -> HistorySnapshot:
-        generation, _, messages, _, _ = await self._read_since(None, None)
+        generation, _, messages, _, _, _ = await self._read_since(None, None)
         return HistorySnapshot(messages, generation)
 
     async def generation(self) -> int:
@@ -785,12 +785,13 @@ class PostgresContextStore(ContextStore):
             )
             rows = await cur.fetchall()
         if not rows:
-            return 0, None, [], [], 0
+            return 0, None, [], [], 0, 0
         current, nxt = int(rows[0][0]), int(rows[0][1])
         if since is not None and current != generation:
             return await self._read_since(None, None)
-        messages, counts = self._decode([r[2:] for r in rows if r[2] is not None])
-        return current, since, messages, counts, nxt
+        found = [r[2:] for r in rows if r[2] is not None]
+        messages, counts = self._decode(found)
+        return current, since, messages, counts, nxt, sum([len(r[3]) for r in found])
 
     async def get_context_tokens(self) -> tuple[int, int]:
         async with self._conn() as conn:
@@ -899,6 +900,7 @@ class PostgresContextStore(ContextStore):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._log_cache.release()
             await self._shared.release()
 
     @classmethod

@@ -608,7 +608,7 @@ class RedisContextStore(ContextStore):
         if since is not None and (current != generation or length < since):
             return await self._read_since(None, None)
         messages, counts = self._decode(raw, start)
-        return current, since, messages, counts, start + len(raw)
+        return current, since, messages, counts, start + len(raw), sum([len(e) for e in raw])
 
     async def get_context_tokens(self) -> tuple[int, int]:
         got = await _call(self._r.hmget(self._keys[0], ["in", "out"]))
@@ -703,6 +703,7 @@ class RedisContextStore(ContextStore):
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._log_cache.release()
             await self._shared.release()
 
     @classmethod
