@@ -164,8 +164,8 @@ class CtxtrimSession:
         return self._store
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The latest ``limit`` items (all when None; ``session_settings.limit`` when set),
-        chronological, starting at a pair-safe item.
+        """The latest ``limit`` items (all when None or negative, as ``SQLiteSession``'s;
+        ``session_settings.limit`` when set), chronological, starting at a pair-safe item.
 
         A bounded read, on every store: the last ``limit`` messages (each holds at least one
         item), moved forward to the first pair-safe cut among them — whether a cut is safe
@@ -173,9 +173,10 @@ class CtxtrimSession:
         """
         store = await self._open()
         limit = resolve_session_limit(limit, self.session_settings)
-        if limit is None:
+        if limit is None or limit < 0:
+            # A negative limit reads everything, as SQLiteSession's does (SQLite's LIMIT -1).
             return [it for m in await store.get_history() for it in message_to_items(m)]
-        if limit <= 0:
+        if limit == 0:
             return []
         messages = await store.get_history(limit)
         n = len(messages)
