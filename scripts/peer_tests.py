@@ -14,7 +14,8 @@ For each framework ctxtrim replaces a component of, the script
 4. runs pytest on them and compares every outcome with tests/peer_expected_differences.toml.
 
 The target fails when a test fails that the list does not name, when a listed test passes
-(the entry must go), when a listed test no longer exists, or when an import to swap is not
+(the entry must go), when a listed test no longer exists, when a test is skipped (a missing
+package would shrink the run unseen), when no test runs, or when an import to swap is not
 found (the upstream test changed: the swap would silently test the original). The project
 contains no copy of the frameworks' tests: they exist only in the temporary directory.
 
@@ -62,7 +63,7 @@ class Swap:
 class Framework:
     name: str
     dist: str  # the distribution on the package index (its installed version is tested)
-    extract: tuple[str, ...]  # glob patterns of sdist members to extract (sdist-relative)
+    extract: tuple[str, ...]  # sdist members to extract: paths, or "dir/**" (sdist-relative)
     run: tuple[str, ...]  # the test files to run; the swaps apply to these files only
     swaps: tuple[Swap, ...]
     # Parametrized cases (regular expressions on the case id, ``[...]``) that run another
@@ -177,6 +178,8 @@ def pytest_runtest_logreport(report):
 def pytest_collectreport(report):
     if report.failed:
         _outcomes[report.nodeid or "<collection>"] = "error"
+    elif report.skipped:  # a module-level skip (importorskip of a missing package)
+        _outcomes[report.nodeid or "<collection>"] = "skipped"
 
 
 def pytest_sessionfinish(session):
@@ -386,6 +389,8 @@ def run_one(
         problems.append(f"pytest ended without a report (exit {proc.returncode})")
         return Result(fw.name, version, {}, problems)
     outcomes: dict[str, str] = json.loads(report.read_text())
+    if not outcomes:
+        problems.append("no upstream test ran")
     covered: set[str] = set()
     for test, outcome in sorted(outcomes.items()):
         entry = listed(test, expected)
@@ -396,6 +401,8 @@ def run_one(
             _print_failure(proc.stdout, test)
         elif entry is not None and outcome == "passed":
             problems.append(f"{test}: passes now; take it off the expected-differences list")
+        elif outcome == "skipped":  # a missing package would silently shrink the run
+            problems.append(f"{test}: skipped (the reason: --keep DIR, then DIR/{fw.name}.log)")
     for entry in expected:
         if entry not in covered:
             problems.append(f"{entry}: on the expected-differences list but not run")

@@ -380,6 +380,25 @@ def test_negative_limit_reads_everything_like_sqlite_session(closing: Callable[[
     asyncio.run(main())
 
 
+def test_close_inside_a_running_loop_closes_the_database_before_returning(
+    tmp_path: Path,
+) -> None:
+    # SQLiteSession.close() is synchronous and closes its connections at once; a close
+    # left to a task of the loop would be cancelled unrun when asyncio.run ends right after.
+    async def main() -> None:
+        session = CtxtrimSession("s", tmp_path / "c.db")
+        await session.add_items(PEER_ITEMS)
+        store = session.store
+        assert isinstance(store, SQLiteContextStore)
+        session.close()
+        assert store._db.conn is None  # the connection is closed, not just scheduled to be
+        again = CtxtrimSession("s", tmp_path / "c.db")  # the file reopens, data intact
+        assert await again.get_items() == PEER_ITEMS
+        again.close()
+
+    asyncio.run(main())
+
+
 class _CountingStore(MemoryContextStore):
     """A memory store that refuses whole-history reads and records bounded ones."""
 
