@@ -5,7 +5,7 @@ PYTHON ?= python3
 WHEEL_VERSIONS ?= 3.10 3.11 3.12 3.13
 MANYLINUX ?= manylinux2014
 PYENV_ROOT ?= $(HOME)/.pyenv
-.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python test-rust test services bench-rust bench bench-table all
+.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python test-rust test peer-tests services bench-rust bench bench-table all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ lint: lint-rust lint-python ## all linters
 
 test-rust: ## Rust unit and property tests (no Python needed)
 	cargo test
+
+peer-tests: ## the frameworks' own tests, on ctxtrim's drop-ins (pip install '.[test,peer-tests]')
+	$(PYTHON) scripts/peer_tests.py
 
 services: ## start throw-away Redis + PostgreSQL; prints the export lines to eval
 	@bash scripts/services.sh start

@@ -7,9 +7,11 @@ and where SQLiteSession's window is pair-safe both return the same items."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 from hypothesis import assume, given, settings
@@ -59,7 +61,36 @@ def user(text: str) -> dict[str, Any]:
     return {"role": "user", "content": text}
 
 
+T = TypeVar("T")
+
 PEER_ITEMS = [user("q1"), fc("c1"), fo("c1"), fc("c2"), fo("c2")]
+
+
+class Closing(Protocol):
+    """The ``closing`` fixture: ``closing(x)`` is x, closed when the test ends."""
+
+    def __call__(self, resource: T, /) -> T: ...
+
+
+@pytest.fixture
+def closing() -> Iterator[Closing]:
+    """``closing(x)`` returns x and closes it when the test ends, pass or fail (a session's
+    ``close()``, or a store's awaited one): no SQLite connection is left to the GC."""
+    opened: list[Any] = []
+
+    def register(resource: T) -> T:
+        opened.append(resource)
+        return resource
+
+    yield register
+    for resource in reversed(opened):
+        result = resource.close()
+        if inspect.isawaitable(result):
+
+            async def wait(awaitable: Any = result) -> None:
+                await awaitable
+
+            asyncio.run(wait())
 
 
 def pair_problems(items: list[dict[str, Any]], source: list[dict[str, Any]]) -> list[str]:
@@ -81,9 +112,9 @@ def test_is_an_openai_agents_session() -> None:
     assert isinstance(CtxtrimSession(session_id="s"), Session)
 
 
-def test_get_items_limit_never_returns_an_orphan_output() -> None:
+def test_get_items_limit_never_returns_an_orphan_output(closing: Closing) -> None:
     async def main() -> None:
-        theirs = SQLiteSession("s1")
+        theirs = closing(SQLiteSession("s1"))
         ours = CtxtrimSession(session_id="s1")
         for s in (theirs, ours):
             await s.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
@@ -101,9 +132,9 @@ def test_get_items_limit_never_returns_an_orphan_output() -> None:
     asyncio.run(main())
 
 
-def test_runner_input_through_the_callback_has_no_orphan() -> None:
+def test_runner_input_through_the_callback_has_no_orphan(closing: Closing) -> None:
     async def main() -> None:
-        theirs = SQLiteSession("s1")
+        theirs = closing(SQLiteSession("s1"))
         await theirs.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
         prepared, _ = await prepare_input_with_session(
             "next", theirs, lambda history, new: history[-3:] + new
@@ -161,12 +192,12 @@ def test_items_round_trip_exactly_with_pop_and_clear() -> None:
     asyncio.run(main())
 
 
-def test_session_on_a_sqlite_store_survives_reopening(tmp_path: Path) -> None:
+def test_session_on_a_sqlite_store_survives_reopening(tmp_path: Path, closing: Closing) -> None:
     async def main() -> None:
-        store = await SQLiteContextStore.open(tmp_path / "s.db", "user-1")
+        store = closing(await SQLiteContextStore.open(tmp_path / "s.db", "user-1"))
         await CtxtrimSession(store).add_items(PEER_ITEMS)
         await store.close()
-        again = await SQLiteContextStore.open(tmp_path / "s.db", "user-1")
+        again = closing(await SQLiteContextStore.open(tmp_path / "s.db", "user-1"))
         session = CtxtrimSession(again)
         assert session.session_id == "user-1"
         assert await session.get_items() == PEER_ITEMS
@@ -199,11 +230,14 @@ def test_equal_to_sqlite_session_where_its_window_is_pair_safe(
     items: list[dict[str, Any]], limit: int
 ) -> None:
     async def main() -> tuple[list[Any], list[Any]]:
-        theirs = SQLiteSession("p")
+        theirs = SQLiteSession("p")  # closed here: hypothesis forbids function fixtures
         ours = CtxtrimSession(session_id="p")
-        for s in (theirs, ours):
-            await s.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
-        return await theirs.get_items(limit=limit), await ours.get_items(limit=limit)
+        try:
+            for s in (theirs, ours):
+                await s.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+            return await theirs.get_items(limit=limit), await ours.get_items(limit=limit)
+        finally:
+            theirs.close()
 
     theirs, ours = asyncio.run(main())
     assert pair_problems(ours, items) == []
@@ -279,10 +313,11 @@ def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
 # -- SQLiteSession compatibility and bounded reads --------------------------------------------
 
 
-def test_session_settings_are_normalised_like_sqlite_session() -> None:
+def test_session_settings_are_normalised_like_sqlite_session(closing: Closing) -> None:
     for cls in (SQLiteSession, CtxtrimSession):
-        assert cls("s").session_settings == SessionSettings()
-        assert cls("s", session_settings={"limit": 2}).session_settings == SessionSettings(limit=2)
+        assert closing(cls("s")).session_settings == SessionSettings()
+        limited = closing(cls("s", session_settings={"limit": 2}))
+        assert limited.session_settings == SessionSettings(limit=2)
         with pytest.raises(TypeError, match="bogus"):
             cls("s", session_settings={"bogus": 1})
 
@@ -294,11 +329,13 @@ def test_session_settings_are_normalised_like_sqlite_session() -> None:
     asyncio.run(main())
 
 
-def test_closed_session_raises_runtime_error_like_sqlite_session(tmp_path: Path) -> None:
+def test_closed_session_raises_runtime_error_like_sqlite_session(
+    tmp_path: Path, closing: Closing
+) -> None:
     async def main() -> None:
         for session in (
-            SQLiteSession("s", tmp_path / "theirs.db"),
-            CtxtrimSession("s", tmp_path / "ours.db"),
+            closing(SQLiteSession("s", tmp_path / "theirs.db")),
+            closing(CtxtrimSession("s", tmp_path / "ours.db")),
             CtxtrimSession("s"),
         ):
             await session.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
@@ -315,14 +352,14 @@ def test_closed_session_raises_runtime_error_like_sqlite_session(tmp_path: Path)
     asyncio.run(main())
 
 
-def test_synchronous_constructor_like_sqlite_session(tmp_path: Path) -> None:
+def test_synchronous_constructor_like_sqlite_session(tmp_path: Path, closing: Closing) -> None:
     db = tmp_path / "chats.db"
 
     async def main() -> None:
-        first = CtxtrimSession("user-42", db)
+        first = closing(CtxtrimSession("user-42", db))
         await first.add_items(PEER_ITEMS)
         first.close()
-        again = CtxtrimSession("user-42", str(db))
+        again = closing(CtxtrimSession("user-42", str(db)))
         assert again.session_id == "user-42"
         assert await again.get_items() == PEER_ITEMS
         assert isinstance(again.store, SQLiteContextStore)
@@ -331,6 +368,42 @@ def test_synchronous_constructor_like_sqlite_session(tmp_path: Path) -> None:
     asyncio.run(main())
     with pytest.raises(ValueError):
         CtxtrimSession(db_path=db)
+
+
+def test_negative_limit_reads_everything_like_sqlite_session(closing: Closing) -> None:
+    # SQLiteSession passes the limit to SQLite's LIMIT, where a negative one means no limit
+    # (openai-agents keeps that on purpose); 0 reads nothing.
+    async def main() -> None:
+        theirs = closing(SQLiteSession("neg"))
+        ours = CtxtrimSession(session_id="neg")
+        for s in (theirs, ours):
+            await s.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the wire form
+        for limit in (-1, -5):
+            assert await ours.get_items(limit) == await theirs.get_items(limit) == PEER_ITEMS
+        assert await ours.get_items(0) == await theirs.get_items(0) == []
+        by_settings = CtxtrimSession(ours.store, session_settings={"limit": -1})
+        assert await by_settings.get_items() == PEER_ITEMS
+
+    asyncio.run(main())
+
+
+def test_close_inside_a_running_loop_closes_the_database_before_returning(
+    tmp_path: Path,
+) -> None:
+    # SQLiteSession.close() is synchronous and closes its connections at once; a close
+    # left to a task of the loop would be cancelled unrun when asyncio.run ends right after.
+    async def main() -> None:
+        session = CtxtrimSession("s", tmp_path / "c.db")
+        await session.add_items(PEER_ITEMS)
+        store = session.store
+        assert isinstance(store, SQLiteContextStore)
+        session.close()
+        assert store._db.conn is None  # the connection is closed, not just scheduled to be
+        again = CtxtrimSession("s", tmp_path / "c.db")  # the file reopens, data intact
+        assert await again.get_items() == PEER_ITEMS
+        again.close()
+
+    asyncio.run(main())
 
 
 class _CountingStore(MemoryContextStore):

@@ -27,7 +27,6 @@ sends the orphan to the model.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from ctxtrim.integrations._common import (
 )
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import ContextStore, MemoryContextStore
+from ctxtrim.stores.sqlite import SQLiteContextStore
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
 
@@ -232,7 +232,6 @@ class CtxtrimSession:
             else SessionSettings()
         )
         self._closed = False
-        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def store(self) -> ContextStore:
@@ -245,15 +244,13 @@ class CtxtrimSession:
         if self._closed:
             raise RuntimeError("CtxtrimSession is closed")
         if self._store is None:
-            from ctxtrim.stores.sqlite import SQLiteContextStore
-
             assert self._db_path is not None
             self._store = await SQLiteContextStore.open(self._db_path, self.session_id)
         return self._store
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The latest ``limit`` items (all when None; ``session_settings.limit`` when set),
-        chronological, starting at a pair-safe item.
+        """The latest ``limit`` items (all when None or negative, as ``SQLiteSession``'s;
+        ``session_settings.limit`` when set), chronological, starting at a pair-safe item.
 
         A bounded read, on every store: the last ``limit`` messages (each holds at least one
         item), moved forward to the first pair-safe cut among them — whether a cut is safe
@@ -261,9 +258,10 @@ class CtxtrimSession:
         """
         store = await self._open()
         limit = resolve_session_limit(limit, self.session_settings)
-        if limit is None:
+        if limit is None or limit < 0:
+            # A negative limit reads everything, as SQLiteSession's does (SQLite's LIMIT -1).
             return [it for m in await store.get_history() for it in message_to_items(m)]
-        if limit <= 0:
+        if limit == 0:
             return []
         messages = await store.get_history(limit)
         n = len(messages)
@@ -317,22 +315,16 @@ class CtxtrimSession:
 
     def close(self) -> None:
         """Close the session (synchronous, as ``SQLiteSession.close``); later calls raise
-        ``RuntimeError``. A store this session opened is closed too (at once when no event
-        loop runs, else in a task of the running loop); a store you passed in stays yours."""
+        ``RuntimeError``. A store this session opened is closed before ``close`` returns,
+        also inside a running event loop; a store you passed in stays yours."""
         if self._closed:
             return
         self._closed = True
         store = self._store
-        if not self._owned or store is None:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(store.close())
-            return
-        task = loop.create_task(store.close())
-        self._closing.add(task)
-        task.add_done_callback(self._closing.discard)
+        if self._owned and store is not None:
+            # The session opens only SQLite stores itself (CtxtrimSession(id, db_path)).
+            assert isinstance(store, SQLiteContextStore)
+            store.close_blocking()
 
 
 def trim_input(

@@ -422,22 +422,33 @@ class _Database:
         with _REGISTRY_LOCK:
             self.refs += 1
 
-    async def release(self) -> None:
+    def _last_ref(self) -> bool:
+        """Drop one reference; True when it was the last (the caller closes)."""
         with _REGISTRY_LOCK:
             self.refs -= 1
             if self.refs > 0:
-                return
+                return False
             if self.key is not None and _REGISTRY.get(self.key) is self:
                 del _REGISTRY[self.key]
+            return True
 
-        def go() -> None:
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
+    def _close_conn(self) -> None:  # on the worker, after every queued job
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, go)
-        self._executor.shutdown(wait=False)
+    async def release(self) -> None:
+        if self._last_ref():
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._executor, self._close_conn)
+            self._executor.shutdown(wait=False)
+
+    def release_blocking(self) -> None:
+        """:meth:`release` for a caller that cannot await (a synchronous ``close()``): it
+        waits for the worker, as closing an sqlite3 connection does."""
+        if self._last_ref():
+            self._executor.submit(self._close_conn).result()
+            self._executor.shutdown(wait=False)
 
 
 #: A queued call: ``(fn, args, loop, future)``; and its outcome ``(loop, future, ok, value)``.
@@ -969,6 +980,13 @@ class SQLiteContextStore(ContextStore):
             self._closed = True
             self._log_cache.release()
             await self._db.release()
+
+    def close_blocking(self) -> None:
+        """:meth:`close` for synchronous code (a framework's synchronous ``close()``), also
+        inside a running event loop: returns once the connection is released; idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._db.release_blocking()
 
     @classmethod
     async def from_history(cls, history: Sequence[Message]) -> SQLiteContextStore:
