@@ -31,7 +31,7 @@ wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014) + sd
 
 build-dev: ## rebuild the extension in place (debug build)
 	@rm -f python/ctxtrim/_core*.so
-	maturin develop --uv 2>/dev/null || maturin develop
+	maturin develop $$(command -v uv >/dev/null && echo --uv)
 
 build-prod: ## rebuild the extension in place (release build, for benchmarks)
 	@rm -f python/ctxtrim/_core*.so
@@ -57,7 +57,7 @@ lint-python: ## ruff, mypy (package and tests) and stubtest of the extension stu
 lint: lint-rust lint-python ## all linters
 
 test-rust: ## Rust unit and property tests (no Python needed)
-	cargo test
+	cargo test --quiet
 
 peer-tests: ## the frameworks' own tests, on ctxtrim's drop-ins (pip install '.[test,peer-tests]')
 	$(PYTHON) scripts/peer_tests.py
