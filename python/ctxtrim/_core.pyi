@@ -18,6 +18,7 @@ __all__ = [
     "TurnCounter",
     "TurnId",
     "__version__",
+    "anthropic_render",
     "chat_fast",
     "chat_fast_prefix",
     "chat_render",
@@ -119,6 +120,10 @@ def join_renderings(
 def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is
     frozen throughout already, or ``None`` (then the Python checks decide)."""
+
+def anthropic_render(message: Message) -> list[dict[str, Any]] | None:
+    """A message with no recorded fields in a common shape as its Anthropic message dict (in
+    a list), or ``None``."""
 
 def chat_fast(
     loads: Callable[[str], Any],

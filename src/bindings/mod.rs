@@ -6,6 +6,7 @@
 //! O(n) pure-Rust work; no input reaching these functions can panic. Conversions between
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
+mod anthropic;
 mod chat;
 mod convert;
 mod errors;
@@ -26,6 +27,8 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = false)]
 #[pyo3(name = "_core")]
 mod core_module {
+    #[pymodule_export]
+    use super::anthropic::anthropic_render;
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
     #[pymodule_export]

@@ -29,11 +29,12 @@ written back, so ``to_anthropic(from_anthropic(body)) == body`` for the fragment
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
+from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.messages import (
     Block,
@@ -379,8 +380,16 @@ def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]]:
     return blocks
 
 
+#: A message with no recorded fields in a common shape (text, tool calls, string tool
+#: results, reasoning), rendered in the core exactly as ``_render`` renders it; else None.
+_render_fast: Callable[[Message], list[dict[str, Any]] | None] = _core.anthropic_render
+
+
 def _render(m: Message, path: str) -> list[dict[str, Any]]:
     """One (non-system) message's Anthropic message."""
+    fast = _render_fast(m)
+    if fast is not None:
+        return fast
     if m.role == "system":
         raise InvalidMessage(
             "a system message after the conversation started cannot be expressed in "
