@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import msgspec
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -527,10 +528,14 @@ def _agent_items(draw: st.DrawFn) -> dict[str, Any]:
 @given(_agent_items())
 def test_common_items_convert_as_the_responses_converter_does(item: dict[str, Any]) -> None:
     from ctxtrim.errors import InvalidMessage
-    from ctxtrim.formats.openai_responses import from_openai_responses, to_openai_responses
-    from ctxtrim.integrations.openai_agents import _common_item
+    from ctxtrim.formats import openai_responses
+    from ctxtrim.formats.openai_responses import (
+        from_openai_responses,
+        read_common_item,
+        to_openai_responses,
+    )
 
-    direct = _common_item(item)
+    direct = read_common_item(item)
     if direct is None:
         return
     try:
@@ -538,7 +543,9 @@ def test_common_items_convert_as_the_responses_converter_does(item: dict[str, An
     except InvalidMessage:
         pytest.fail(f"built directly, rejected by the converter: {item!r}")
     assert [direct] == general
-    assert to_openai_responses([direct]) == [item]
+    with pytest.MonkeyPatch.context() as m:  # the general renderer, not its common shapes
+        m.setattr(openai_responses, "render_common", lambda message: None)
+        assert to_openai_responses([Message.decode(direct.encode())]) == [item]
     assert item_to_message(item) == direct
 
 
@@ -574,15 +581,21 @@ def _agent_messages(draw: st.DrawFn) -> Message:
 @given(_agent_messages())
 def test_common_messages_render_as_the_responses_renderer_does(message: Message) -> None:
     from ctxtrim.errors import InvalidMessage
-    from ctxtrim.formats.openai_responses import to_openai_responses
-    from ctxtrim.integrations.openai_agents import _common_message, message_to_items
+    from ctxtrim.formats import openai_responses
+    from ctxtrim.formats.openai_responses import render_common, to_openai_responses_json
+    from ctxtrim.integrations.openai_agents import message_to_items
 
-    direct = _common_message(message)
+    direct = render_common(message)
     if direct is None:
         return
-    try:
-        general = to_openai_responses([message])
+    try:  # the general renderer, not its common shapes, on a copy that was never rendered
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(openai_responses, "render_common", lambda message: None)
+            general_json = to_openai_responses_json([Message.decode(message.encode())])
     except InvalidMessage:
         pytest.fail(f"rendered directly, rejected by the renderer: {message!r}")
+    # The same bytes, key order included: the rendering is kept and sent as it is.
+    assert msgspec.json.encode(direct) == general_json
+    general = json.loads(general_json)
     assert direct == general
     assert message_to_items(message) == general

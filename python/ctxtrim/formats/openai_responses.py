@@ -61,6 +61,7 @@ from ._common import (
     make_message,
     merge_keys,
     part_record,
+    raw_arguments,
     rendered_json,
     required,
     units_for,
@@ -319,12 +320,99 @@ def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     return rendered_json(messages, _ATTR, _render)
 
 
+# --------------------------------------------------------------------------------------------
+# One item, one message: the shapes of an agent loop, without the general reader/renderer
+
+
+_CALL_KEYS = frozenset({"type", "call_id", "name", "arguments"})
+_OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
+_SHORT_KEYS = frozenset({"role", "content"})
+
+
+def read_common_item(data: dict[str, Any]) -> Message | None:
+    """The message ``from_openai_responses([data])`` makes of the one item ``data``, built
+    directly for the items an agent loop is made of (a function call, its text output, a
+    ``{"role", "content"}`` message with text), or None. For callers that keep one message
+    per item (the openai-agents session): the general reader costs ~10-20 µs an item. Equal
+    to the reader's message and renders back to ``data`` (both checked on generated items by
+    tests/integrations/test_integration_openai_agents.py)."""
+    keys = data.keys()
+    kind = data.get("type")
+    if kind == "function_call" and keys == _CALL_KEYS:
+        call_id, name, raw = data["call_id"], data["name"], data["arguments"]
+        if not (type(call_id) is str and call_id and type(name) is str and name):
+            return None
+        if type(raw) is not str or not raw.startswith("{"):
+            return None
+        try:
+            args = loads_arguments(raw, "arguments")
+        except InvalidMessage:
+            return None
+        if dumps_arguments(args) != raw:
+            return None  # kept byte-exact in meta by the converter
+        return Message("assistant", (ToolUseBlock(call_id, name, args),))
+    if kind == "function_call_output" and keys == _OUTPUT_KEYS:
+        call_id, output = data["call_id"], data["output"]
+        if type(call_id) is str and call_id and type(output) is str:
+            return Message("user", (ToolResultBlock(call_id, output),))
+        return None
+    if kind is None and keys == _SHORT_KEYS:
+        role, content = data["role"], data["content"]
+        if type(content) is str and role in ("user", "assistant"):
+            unit: dict[str, Any] = {"t": "message", "n": 1, "short": True}
+            if role == "assistant":
+                unit["form"] = "str"
+            return Message(role, (TextBlock(content),), meta={KEY: [unit]})
+    return None
+
+
+_SHORT_USER = {KEY: [{"t": "message", "n": 1, "short": True}]}
+_SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}]}
+
+
+def render_common(m: Message) -> list[dict[str, Any]] | None:
+    """``_render(m)`` built directly for the messages :func:`read_common_item` makes (a call, a
+    text output, a short text message), or None. ``_render`` tries it first; a session's
+    ``get_items``, which renders every message fresh from its store, calls it directly (the
+    general renderer costs a few µs a message, this a fraction; equal output: checked on
+    generated messages by tests/integrations/test_integration_openai_agents.py)."""
+    content = m.content
+    if len(content) != 1:
+        return None
+    b = content[0]
+    meta = m.meta
+    if meta is None:
+        if type(b) is ToolUseBlock and m.role == "assistant":
+            if raw_arguments(b.input) is not None:
+                return None
+            args = dumps_arguments(b.input)
+            return [{"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}]
+        if (
+            type(b) is ToolResultBlock
+            and m.role == "user"
+            and type(b.content) is str
+            and not b.is_error
+            and b.compact_summary is None
+        ):
+            return [{"type": "function_call_output", "call_id": b.tool_use_id, "output": b.content}]
+        return None
+    if type(b) is TextBlock and (
+        (m.role == "user" and meta == _SHORT_USER)
+        or (m.role == "assistant" and meta == _SHORT_ASSISTANT)
+    ):
+        return [{"role": m.role, "content": b.text}]
+    return None
+
+
 #: Where a message keeps its Responses rendering.
 _ATTR = "_ctxtrim_openai_responses"
 
 
 def _render(m: Message, path: str) -> list[dict[str, Any]]:
     """One message's Responses input items."""
+    common = render_common(m)
+    if common is not None:
+        return common
     out: list[dict[str, Any]] = []
     at = 0
     for unit, blocks in units_for(m, KEY, _default, _fits):

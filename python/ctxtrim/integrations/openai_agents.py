@@ -33,8 +33,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, overload
 
 from ctxtrim.errors import InvalidMessage, StaleGenerationError
-from ctxtrim.formats._common import dumps_arguments, loads_arguments, raw_arguments
-from ctxtrim.formats.openai_responses import KEY, from_openai_responses, to_openai_responses
+from ctxtrim.formats.openai_responses import (
+    from_openai_responses,
+    read_common_item,
+    render_common,
+    to_openai_responses,
+)
 from ctxtrim.integrations._common import (
     Mirror,
     Skeletons,
@@ -43,7 +47,7 @@ from ctxtrim.integrations._common import (
     missing_extra,
     take,
 )
-from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.stores.sqlite import SQLiteContextStore
 from ctxtrim.strategies import FitContextWindow
@@ -74,52 +78,10 @@ def _plain(item: Any) -> dict[str, Any]:
     raise InvalidMessage(f"expected an input item (a dict), got {type(item).__name__}", "item")
 
 
-_CALL_KEYS = frozenset({"type", "call_id", "name", "arguments"})
-_OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
-_SHORT_KEYS = frozenset({"role", "content"})
-
-
-def _common_item(data: dict[str, Any]) -> Message | None:
-    """The message ``from_openai_responses([data])`` makes, built directly for the items an
-    agent loop is made of (a function call, its text output, a ``{"role", "content"}``
-    message with text), or None: the converter's generic path costs ~10-20 µs an item,
-    most of a call of :func:`trim_input` that converts only the new items. Equal to the
-    converter's message and converts back to ``data`` (both checked by
-    tests/integrations/test_integration_openai_agents.py on generated items)."""
-    keys = data.keys()
-    kind = data.get("type")
-    if kind == "function_call" and keys == _CALL_KEYS:
-        call_id, name, raw = data["call_id"], data["name"], data["arguments"]
-        if not (type(call_id) is str and call_id and type(name) is str and name):
-            return None
-        if type(raw) is not str or not raw.startswith("{"):
-            return None
-        try:
-            args = loads_arguments(raw, "arguments")
-        except InvalidMessage:
-            return None
-        if dumps_arguments(args) != raw:
-            return None  # kept byte-exact in meta by the converter
-        return Message("assistant", (ToolUseBlock(call_id, name, args),))
-    if kind == "function_call_output" and keys == _OUTPUT_KEYS:
-        call_id, output = data["call_id"], data["output"]
-        if type(call_id) is str and call_id and type(output) is str:
-            return Message("user", (ToolResultBlock(call_id, output),))
-        return None
-    if kind is None and keys == _SHORT_KEYS:
-        role, content = data["role"], data["content"]
-        if type(content) is str and role in ("user", "assistant"):
-            unit: dict[str, Any] = {"t": "message", "n": 1, "short": True}
-            if role == "assistant":
-                unit["form"] = "str"
-            return Message(role, (TextBlock(content),), meta={KEY: [unit]})
-    return None
-
-
 def item_to_message(item: Any) -> Message:
     """One Responses input item as one ctxtrim message (lossless both ways)."""
     data = _plain(item)
-    common = _common_item(data)
+    common = read_common_item(data)
     if common is not None:
         return common
     try:
@@ -136,49 +98,11 @@ def item_to_message(item: Any) -> Message:
     return Message.assistant(text, meta={ITEM_KEY: data})
 
 
-_SHORT_USER = {KEY: [{"t": "message", "n": 1, "short": True}]}
-_SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}]}
-
-
-def _common_message(m: Message) -> list[dict[str, Any]] | None:
-    """``to_openai_responses([m])`` built directly for the messages :func:`_common_item`
-    makes (a call, a text output, a short text message), or None. ``get_items`` renders
-    every message it returns, fresh from the store each call: the general renderer costs a
-    few µs a message, this a fraction (equal output: checked on generated messages by
-    tests/integrations/test_integration_openai_agents.py)."""
-    content = m.content
-    if len(content) != 1:
-        return None
-    b = content[0]
-    meta = m.meta
-    if meta is None:
-        if type(b) is ToolUseBlock and m.role == "assistant":
-            if raw_arguments(b.input) is not None:
-                return None
-            args = dumps_arguments(b.input)
-            return [{"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}]
-        if (
-            type(b) is ToolResultBlock
-            and m.role == "user"
-            and type(b.content) is str
-            and not b.is_error
-            and b.compact_summary is None
-        ):
-            return [{"type": "function_call_output", "call_id": b.tool_use_id, "output": b.content}]
-        return None
-    if type(b) is TextBlock and (
-        (m.role == "user" and meta == _SHORT_USER)
-        or (m.role == "assistant" and meta == _SHORT_ASSISTANT)
-    ):
-        return [{"role": m.role, "content": b.text}]
-    return None
-
-
 def message_to_items(message: Message) -> list[dict[str, Any]]:
     """The input items of one stored message (one, unless another writer stored it)."""
     if message.meta and ITEM_KEY in message.meta:
         return [message.meta[ITEM_KEY]]
-    common = _common_message(message)
+    common = render_common(message)
     if common is not None:
         return common
     return to_openai_responses([message])
