@@ -178,9 +178,6 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
-_PLAIN_ROLES = frozenset({"system", "user"})
-
-
 _loads = json.JSONDecoder().decode
 _dumps = COMPACT_JSON.encode
 
