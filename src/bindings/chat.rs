@@ -23,13 +23,11 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
+use super::message::nonempty_str;
 
-/// A non-empty exact `str`.
+/// A value present and a non-empty `str`.
 fn nonempty(value: Option<&Bound<'_, PyAny>>) -> bool {
-    value.is_some_and(|v| {
-        v.cast_exact::<PyString>()
-            .is_ok_and(|s| s.to_str().is_ok_and(|t| !t.is_empty()))
-    })
+    value.is_some_and(nonempty_str)
 }
 
 fn get<'py>(

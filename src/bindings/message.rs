@@ -126,10 +126,9 @@ pub fn frozen_json<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py,
     freeze(c, value, 0)
 }
 
-fn nonempty_str(value: &Bound<'_, PyAny>) -> bool {
-    value
-        .cast_exact::<PyString>()
-        .is_ok_and(|s| s.to_str().is_ok_and(|t| !t.is_empty()))
+/// A non-empty exact `str` that is valid UTF-8 (an id, a name).
+pub(super) fn nonempty_str(value: &Bound<'_, PyAny>) -> bool {
+    plain_text(value).is_some()
 }
 
 fn opt_nonempty_str(value: &Bound<'_, PyAny>) -> bool {
