@@ -22,6 +22,8 @@ __all__ = [
     "chat_fast",
     "chat_fast_prefix",
     "chat_render",
+    "compact_json",
+    "copy_renderings",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -29,6 +31,8 @@ __all__ = [
     "image_size",
     "image_tokens",
     "join_renderings",
+    "json_loads",
+    "kept_rendering",
     "message_assistant",
     "message_post_init",
     "message_tokens",
@@ -116,6 +120,25 @@ def join_renderings(
 ) -> bytes:
     """The JSON array of the renderings kept on ``messages`` under ``attr``, rendering the
     ones that have none with ``render(message, index)``."""
+
+def copy_renderings(
+    messages: Sequence[Message],
+    attr: str,
+    render: Callable[[Message, int], tuple[dict[str, Any], ...]],
+) -> list[dict[str, Any]]:
+    """Fresh copies of the renderings kept on ``messages`` under ``attr`` (new dicts and lists
+    all the way down), rendering the ones that have none with ``render(message, index)``."""
+
+def kept_rendering(rendering: object) -> tuple[dict[str, Any], ...] | None:
+    """A message's rendering (a list of provider objects) as it is kept: private plain-JSON
+    copies, or ``None`` if a JSON round trip would change or refuse it."""
+
+def json_loads(text: str | bytes) -> Any:
+    """``json.loads(text)``: the same value or error, at msgspec's speed."""
+
+def compact_json(value: object) -> str:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``: the same text or
+    error, at msgspec's speed."""
 
 def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is

@@ -432,13 +432,16 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 COUNTS_SLOT = "_ctxtrim_counts"
 
 #: The per-message caches: the facts the core read (``_ctxtrim_facts``), each provider
-#: format's kept rendering and the provider counts. Slots, not fields: never encoded,
-#: compared, hashed or copied.
+#: format's kept rendering (its objects, and their JSON once asked for: ``..._json``) and the
+#: provider counts. Slots, not fields: never encoded, compared, hashed or copied.
 CACHE_SLOTS = (
     "_ctxtrim_facts",
     "_ctxtrim_anthropic",
+    "_ctxtrim_anthropic_json",
     "_ctxtrim_openai_chat",
+    "_ctxtrim_openai_chat_json",
     "_ctxtrim_openai_responses",
+    "_ctxtrim_openai_responses_json",
     COUNTS_SLOT,
 )
 

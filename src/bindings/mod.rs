@@ -11,6 +11,7 @@ mod chat;
 mod convert;
 mod errors;
 mod facts;
+mod json;
 mod log;
 mod message;
 mod render;
@@ -34,6 +35,8 @@ mod core_module {
     #[pymodule_export]
     use super::facts::PyFacts;
     #[pymodule_export]
+    use super::json::{compact_json, json_loads};
+    #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
     use super::message::{
@@ -41,7 +44,7 @@ mod core_module {
         text_post_init, tool_result_post_init, tool_use_post_init,
     };
     #[pymodule_export]
-    use super::render::join_renderings;
+    use super::render::{copy_renderings, join_renderings, kept_rendering};
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]

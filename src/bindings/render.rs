@@ -1,13 +1,38 @@
-//! `join_renderings`: a window's request body from its messages' kept provider renderings.
+//! A window's provider request from its messages' kept renderings: as fresh dicts
+//! (`copy_renderings`) or as JSON bytes (`join_renderings`).
 //!
-//! Each message keeps its provider rendering (JSON bytes: the comma-joined items it becomes)
-//! in its slot for that format (`ctxtrim.messages.CACHE_SLOTS`); a request for a window is those
-//! bytes joined into one JSON array. Joining is the per-call work of every request, so it is
-//! done here in one pass; a message not rendered yet is handed to the format's Python
-//! `render(message, index)`, which renders it, keeps the result and returns it.
+//! Each message keeps its provider rendering in its slots for that format
+//! (`ctxtrim.messages.CACHE_SLOTS`): the objects it becomes, as a tuple of private plain-JSON
+//! copies made by `kept_rendering`, and, once the bytes path asked for them, their JSON. A
+//! request for a window then reads those slots in one pass here; a message not rendered yet is
+//! handed to the format's Python `render(message, index)`, which renders it, keeps the result
+//! and returns it.
+//!
+//! Invariants: a kept rendering holds only exact `dict`, `list`, `str` (valid UTF-8), `int`,
+//! finite `float`, `bool` and `None`, is never handed out and never changes, so it
+//! is untracked by the cyclic GC; every call returns new dicts and lists all the way down
+//! (strings and numbers are immutable and shared), so nothing a caller does to them reaches
+//! a message or a later request. Copying a dict is CPython's `dict.copy` (a memcpy of its
+//! table for the small dicts of a rendering), so a request costs a fraction of decoding its
+//! JSON.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PySequence, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
+
+use super::convert::{classes, Classes};
+use super::untrack::untrack;
+
+/// Deeper than any provider object; a deeper value goes to the encoder, which says why.
+const MAX_DEPTH: u32 = 64;
+
+/// The messages of `messages` as a list (a list itself, or any sequence copied once).
+fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    match messages.cast::<PyList>() {
+        Ok(list) => Ok(list.clone()),
+        Err(_) => messages.cast::<PySequence>()?.to_list(),
+    }
+}
 
 /// The JSON array of the renderings of `messages` kept under `attr`, rendering those that
 /// have none with `render(message, index) -> bytes` (an empty rendering adds no item).
@@ -18,10 +43,7 @@ pub fn join_renderings<'py>(
     attr: &Bound<'py, PyString>,
     render: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let list = match messages.cast::<PyList>() {
-        Ok(list) => list.clone(),
-        Err(_) => messages.cast::<PySequence>()?.to_list()?,
-    };
+    let list = as_list(messages)?;
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
     out.push(b'[');
     for (i, message) in list.iter().enumerate() {
@@ -40,4 +62,137 @@ pub fn join_renderings<'py>(
     }
     out.push(b']');
     Ok(PyBytes::new(py, &out))
+}
+
+/// Fresh copies of the renderings of `messages` kept under `attr`, in one list, rendering
+/// those that have none with `render(message, index) -> tuple` (a `kept_rendering`).
+#[pyfunction]
+pub fn copy_renderings<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+    attr: &Bound<'py, PyString>,
+    render: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    let list = as_list(messages)?;
+    let out = PyList::empty(py);
+    for (i, message) in list.iter().enumerate() {
+        let kept = message.getattr_opt(attr)?;
+        let rendering = match kept.and_then(|k| k.cast_into_exact::<PyTuple>().ok()) {
+            Some(tuple) => tuple,
+            None => render
+                .call1((&message, i))?
+                .cast_into_exact::<PyTuple>()
+                .map_err(|_| PyTypeError::new_err("render() must return a kept rendering"))?,
+        };
+        for item in rendering.iter() {
+            out.append(copy_out(&item)?)?;
+        }
+    }
+    Ok(out)
+}
+
+/// A new copy of a kept value: its dicts and lists new, its leaves shared.
+fn copy_out<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Ok(dict) = value.cast_exact::<PyDict>() {
+        let copy = dict.copy()?;
+        for (k, v) in dict.iter() {
+            if v.is_exact_instance_of::<PyDict>() || v.is_exact_instance_of::<PyList>() {
+                copy.set_item(k, copy_out(&v)?)?;
+            }
+        }
+        return Ok(copy.into_any());
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        let items = list
+            .iter()
+            .map(|v| {
+                if v.is_exact_instance_of::<PyDict>() || v.is_exact_instance_of::<PyList>() {
+                    copy_out(&v)
+                } else {
+                    Ok(v)
+                }
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        return Ok(PyList::new(value.py(), items)?.into_any());
+    }
+    Ok(value.clone())
+}
+
+/// `rendering` (a message's provider objects, a list) as it is kept: a tuple of private
+/// plain-JSON copies, untracked. None if it holds anything a JSON round trip would change
+/// or refuse (another type, a non-`str` key, a lone surrogate, a NaN): the
+/// caller then round-trips it through the encoder, which raises or normalises as a
+/// request's JSON would.
+#[pyfunction]
+pub fn kept_rendering<'py>(rendering: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let c = classes(rendering.py())?;
+    let Ok(items) = rendering.cast::<PyList>() else {
+        return Ok(None);
+    };
+    let mut kept = Vec::with_capacity(items.len());
+    for item in items.iter() {
+        match private_copy(c, &item, 0)? {
+            Some(copy) => kept.push(copy),
+            None => return Ok(None),
+        }
+    }
+    let tuple = PyTuple::new(rendering.py(), kept)?;
+    Ok(Some(tuple))
+}
+
+/// A private copy of plain JSON (dicts and lists new and untracked, leaves shared), or None.
+fn private_copy<'py>(
+    c: &Classes,
+    value: &Bound<'py, PyAny>,
+    depth: u32,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = value.py();
+    if let Ok(s) = value.cast_exact::<PyString>() {
+        return Ok(s.to_str().is_ok().then(|| value.clone()));
+    }
+    if value.is_none()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_exact_instance_of::<PyInt>()
+    {
+        return Ok(Some(value.clone()));
+    }
+    if let Ok(f) = value.cast_exact::<PyFloat>() {
+        return Ok(f.value().is_finite().then(|| value.clone()));
+    }
+    if depth >= MAX_DEPTH {
+        return Ok(None);
+    }
+    let ty = value.get_type();
+    if value.is_exact_instance_of::<PyDict>() || ty.is(c.frozen_dict.bind(py)) {
+        let dict = value.cast::<PyDict>()?;
+        let copy = PyDict::new(py);
+        for (k, v) in dict.iter() {
+            let Ok(key) = k.cast_exact::<PyString>() else {
+                return Ok(None);
+            };
+            if key.to_str().is_err() {
+                return Ok(None);
+            }
+            let Some(v) = private_copy(c, &v, depth + 1)? else {
+                return Ok(None);
+            };
+            copy.set_item(key, v)?;
+        }
+        untrack(copy.as_any());
+        return Ok(Some(copy.into_any()));
+    }
+    let is_list = value.is_exact_instance_of::<PyList>() || ty.is(c.frozen_list.bind(py));
+    if is_list || value.is_exact_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for v in value.try_iter()? {
+            let Some(v) = private_copy(c, &v?, depth + 1)? else {
+                return Ok(None);
+            };
+            items.push(v);
+        }
+        let copy = PyList::new(py, items)?;
+        untrack(copy.as_any());
+        return Ok(Some(copy.into_any()));
+    }
+    Ok(None)
 }

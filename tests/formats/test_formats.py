@@ -920,6 +920,58 @@ def test_renderings_are_kept_and_returned_dicts_are_the_callers_own(
     assert to_json(history[:1] + history[3:]) == to_json(list(history[:1] + history[3:]))
 
 
+def _containers(value: Any) -> list[Any]:
+    """Every dict and list in ``value``, itself included."""
+    if isinstance(value, dict):
+        return [value, *(c for v in value.values() for c in _containers(v))]
+    if isinstance(value, list):
+        return [value, *(c for v in value for c in _containers(v))]
+    return []
+
+
+def _plain_json(value: Any) -> bool:
+    """Exactly what ``json.loads`` makes: plain dicts, lists and scalars, nothing else."""
+    if type(value) is dict:
+        return all(type(k) is str and _plain_json(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain_json(v) for v in value)
+    return type(value) in (str, int, float, bool, type(None))
+
+
+@PROPS
+@given(ms=st.one_of(histories(), st.lists(messages(), max_size=6)))
+@pytest.mark.parametrize(
+    ("to_dicts", "to_json"),
+    [
+        (formats.to_openai_chat, formats.to_openai_chat_json),
+        (formats.to_openai_responses, formats.to_openai_responses_json),
+        (formats.to_anthropic, formats.to_anthropic_json),
+    ],
+)
+def test_the_dicts_of_a_request_are_its_json_decoded_and_new_on_every_call(
+    to_dicts: Any, to_json: Any, ms: list[Message]
+) -> None:
+    # The dicts are copies of the kept renderings: they must be exactly what decoding the
+    # request's JSON gives (same types, key order, values), whichever path rendered first,
+    # and no dict or list may be shared between two calls.
+    fresh = [Message.decode(m.encode()) for m in ms]
+    try:
+        first = to_dicts(ms)
+    except InvalidMessage as e:
+        with pytest.raises(InvalidMessage) as again:
+            to_json(fresh)
+        assert (again.value.path, str(again.value)) == (e.path, str(e))
+        return
+    decoded = json.loads(to_json(fresh))  # the other path first, on other objects
+    assert _plain_json(first)
+    assert json.dumps(first) == json.dumps(decoded)
+    assert json.dumps(to_dicts(fresh)) == json.dumps(decoded)
+    second = to_dicts(ms)
+    assert json.dumps(second) == json.dumps(first)
+    seen = {id(c) for c in _containers(first)}
+    assert not any(id(c) in seen for c in _containers(second))
+
+
 @PROPS
 @given(data=st.data())
 def test_the_fast_chat_reader_makes_what_the_general_reader_makes(data: st.DataObject) -> None:

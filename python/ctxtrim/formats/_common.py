@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -40,31 +39,67 @@ _ENCODE = msgspec.json.Encoder().encode
 decode_json = msgspec.json.Decoder().decode
 
 
-def rendered_json(
-    messages: Sequence[Message],
-    attr: str,
-    render: Callable[[Message, str], list[dict[str, Any]]],
-    start: int = 0,
-) -> bytes:
-    """The JSON array of the messages' provider objects, each message rendered once and its
-    rendering (the comma-joined JSON of its objects) kept on it under ``attr``.
+class Renderings:
+    """Where a provider format keeps each message's rendering, and a window's request made
+    from them: fresh dicts (:meth:`dicts`) or JSON bytes (:meth:`json_bytes`).
 
     A message never changes (it is immutable all the way down), so its rendering never goes
-    stale; ``msgspec.structs.replace`` and decoding make a new message, with no rendering.
-    A window's request is then its messages' bytes joined (in the core, one pass): O(window)
-    reference work, and a caller's dicts are decoded fresh from it, so nothing done to a
-    returned dict reaches a stored message or a later request. Error paths count from
-    ``start``.
+    stale; ``msgspec.structs.replace`` and decoding make a new message, with none. A message
+    is rendered once, by ``render(message, path)``, and keeps, in its slots (``CACHE_SLOTS``):
+    under ``attr`` its provider objects as private plain-JSON copies (``_core.kept_rendering``),
+    and under ``attr + "_json"`` their comma-joined JSON, once the bytes path asked for it. A
+    window's request is then one pass of the core over its messages: copying the kept objects
+    (new dicts and lists all the way down, so nothing done to a returned dict reaches a stored
+    message or a later request) or joining the kept bytes. Error paths count from ``start``.
     """
 
-    def render_one(m: object, i: int) -> bytes:
-        if type(m) is not Message:
-            raise InvalidMessage(f"expected a Message, got {tname(m)}", f"messages[{start + i}]")
-        rendered = _ENCODE(render(m, f"messages[{start + i}]"))[1:-1]
-        force_setattr(m, attr, rendered)  # a slot of the frozen message (CACHE_SLOTS)
-        return rendered
+    __slots__ = ("_attr", "_attr_json", "_render")
 
-    return _core.join_renderings(messages, attr, render_one)
+    def __init__(self, attr: str, render: Callable[[Message, str], list[dict[str, Any]]]) -> None:
+        self._attr = attr
+        self._attr_json = attr + "_json"
+        self._render = render
+
+    def dicts(self, messages: Sequence[Message], start: int = 0) -> list[dict[str, Any]]:
+        """The provider objects of ``messages``, fresh."""
+
+        def render_one(m: object, i: int) -> tuple[dict[str, Any], ...]:
+            return self._make(_message(m, start + i), start + i)  # only when none is kept
+
+        return _core.copy_renderings(messages, self._attr, render_one)
+
+    def json_bytes(self, messages: Sequence[Message], start: int = 0) -> bytes:
+        """The JSON array of the provider objects of ``messages``."""
+
+        def render_one(m: object, i: int) -> bytes:
+            message = _message(m, start + i)
+            kept = getattr(message, self._attr, None)
+            if kept is None:
+                kept = self._make(message, start + i)
+            rendered = _ENCODE(kept)[1:-1]
+            force_setattr(message, self._attr_json, rendered)
+            return rendered
+
+        return _core.join_renderings(messages, self._attr_json, render_one)
+
+    def _make(self, m: Message, i: int) -> tuple[dict[str, Any], ...]:
+        """Message ``i``'s rendering, made and kept."""
+        rendering = self._render(m, f"messages[{i}]")
+        kept = _core.kept_rendering(rendering)
+        if kept is None:
+            # Not plain JSON (a str subclass, say): as the request's JSON has it. The encoder
+            # raises for what JSON cannot hold, as it would writing the request.
+            kept = _core.kept_rendering(decode_json(_ENCODE(rendering)))
+            assert kept is not None
+        force_setattr(m, self._attr, kept)  # a slot of the frozen message (CACHE_SLOTS)
+        return kept
+
+
+def _message(m: object, i: int) -> Message:
+    """``m`` if it is a message, else the error naming ``messages[i]``."""
+    if type(m) is not Message:
+        raise InvalidMessage(f"expected a Message, got {tname(m)}", f"messages[{i}]")
+    return m
 
 
 def tname(value: object) -> str:
@@ -180,24 +215,21 @@ def raw_arguments(value: dict[str, Any]) -> str | None:
     if not isinstance(text, str):
         return None
     try:
-        parsed = json.loads(text) if text.strip() else {}
+        parsed = _core.json_loads(text) if text.strip() else {}
     except (ValueError, RecursionError):
         return text
     return None if isinstance(parsed, dict) else text
 
 
 def dumps_arguments(value: dict[str, Any]) -> str:
-    """The canonical JSON text of tool arguments (compact, like the models emit it); the kept
-    text itself for arguments that were not a JSON object (see :data:`RAW_ARGUMENTS`)."""
+    """The canonical JSON text of tool arguments (compact, non-ASCII kept, like the models
+    emit it: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, made by the
+    core); the kept text itself for arguments that were not a JSON object (see
+    :data:`RAW_ARGUMENTS`)."""
     raw = raw_arguments(value)
     if raw is not None:
         return raw
-    return COMPACT_JSON.encode(value)
-
-
-#: The canonical tool-arguments text: compact, non-ASCII kept (made once: ``json.dumps`` with
-#: options builds a new encoder on every call).
-COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+    return _core.compact_json(value)
 
 
 def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:
@@ -205,7 +237,7 @@ def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[
     :class:`InvalidToolArguments`, or with ``keep_raw`` becomes ``{RAW_ARGUMENTS: text}``."""
     raw = expect_str(text, path)
     try:
-        value = json.loads(raw) if raw.strip() else {}
+        value = _core.json_loads(raw) if raw.strip() else {}
     except ValueError as e:
         problem = f"tool arguments are not valid JSON ({e})"
     except RecursionError:

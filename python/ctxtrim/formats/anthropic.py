@@ -47,6 +47,7 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    Renderings,
     Unit,
     build,
     decode_base64,
@@ -62,7 +63,6 @@ from ._common import (
     media_type,
     merge_keys,
     part_record,
-    rendered_json,
     required,
     units_for,
 )
@@ -337,27 +337,36 @@ def to_anthropic(messages: Sequence[Message]) -> dict[str, Any]:
     """ctxtrim messages → ``{"system": ..., "messages": [...]}`` (``system`` only if the
     history starts with system messages). Each message is converted once and kept; every
     call returns fresh dicts."""
-    return decode_json(to_anthropic_json(messages))  # type: ignore[no-any-return]
+    n_system = _leading_system(messages)
+    rest = _RENDERINGS.dicts(messages[n_system:], n_system)
+    if not n_system:
+        return {"messages": rest}
+    system = decode_json(_ENCODE(_system(messages[:n_system])))  # fresh, like the rest
+    return {"system": system, "messages": rest}
 
 
 def to_anthropic_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_anthropic` as JSON bytes (the request's ``system`` and ``messages``), for
     servers that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    n_system = 0
-    for m in messages:
-        if type(m) is not Message or m.role != "system":
-            break
-        n_system += 1
-    rest = messages[n_system:]
-    body = b'"messages":' + rendered_json(rest, _ATTR, _render, n_system) + b"}"
+    n_system = _leading_system(messages)
+    rest = _RENDERINGS.json_bytes(messages[n_system:], n_system)
+    body = b'"messages":' + rest + b"}"
     if not n_system:
         return b"{" + body
     system = _system(messages[:n_system])
     return b'{"system":' + _ENCODE(system) + b"," + body
 
 
-#: Where a message keeps its Anthropic rendering.
-_ATTR = "_ctxtrim_anthropic"
+def _leading_system(messages: Sequence[Message]) -> int:
+    """How many system messages the history starts with (they become ``system``)."""
+    n = 0
+    for m in messages:
+        if type(m) is not Message or m.role != "system":
+            break
+        n += 1
+    return n
+
+
 _ENCODE = msgspec.json.Encoder().encode
 
 
@@ -398,3 +407,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
         )
     unit = units_for(m, KEY, _default, _fits)[0][0]
     return [merge_keys({"role": m.role, "content": _render_content(m, unit, path)}, unit)]
+
+
+#: Where a message keeps its Anthropic rendering.
+_RENDERINGS = Renderings("_ctxtrim_anthropic", _render)

@@ -28,7 +28,6 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,12 +44,11 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
-    COMPACT_JSON,
     RAW_ARGUMENTS,
+    Renderings,
     Unit,
     build,
     data_url,
-    decode_json,
     dumps_arguments,
     expect_dict,
     expect_list,
@@ -62,7 +60,6 @@ from ._common import (
     make_message,
     merge_keys,
     part_record,
-    rendered_json,
     required,
     units_for,
 )
@@ -178,8 +175,10 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
-_loads = json.JSONDecoder().decode
-_dumps = COMPACT_JSON.encode
+#: ``json.loads``, and ``json.dumps`` in ``dumps_arguments``' compact form, at msgspec's
+#: speed (the core hands msgspec only what both read or write alike).
+_loads = _core.json_loads
+_dumps = _core.compact_json
 
 #: The common shapes read without the general reader, in the core: a ``system``/``user``
 #: message whose content is a string, an ``assistant`` one with string or null content and
@@ -349,17 +348,13 @@ def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """ctxtrim messages → Chat Completions ``messages`` (see the module docstring for what
     cannot be carried). Each message is converted once and kept; every call returns fresh
     dicts."""
-    return decode_json(to_openai_chat_json(messages))  # type: ignore[no-any-return]
+    return _RENDERINGS.dicts(messages)
 
 
 def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return rendered_json(messages, _ATTR, _render)
-
-
-#: Where a message keeps its Chat Completions rendering.
-_ATTR = "_ctxtrim_openai_chat"
+    return _RENDERINGS.json_bytes(messages)
 
 
 #: A message with no recorded fields in a common shape (text; plain tool calls; string tool
@@ -437,3 +432,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
         out.append(merge_keys(d, unit))
         at += len(blocks)
     return out
+
+
+#: Where a message keeps its Chat Completions rendering.
+_RENDERINGS = Renderings("_ctxtrim_openai_chat", _render)

@@ -46,10 +46,10 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    Renderings,
     Unit,
     build,
     data_url,
-    decode_json,
     dumps_arguments,
     expect_dict,
     expect_list,
@@ -62,7 +62,6 @@ from ._common import (
     merge_keys,
     part_record,
     raw_arguments,
-    rendered_json,
     required,
     units_for,
 )
@@ -311,13 +310,13 @@ def _render_parts(blocks: Sequence[Block], unit: Unit, *, assistant: bool) -> li
 def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """ctxtrim messages → Responses ``input`` items (see the module docstring for what cannot
     be carried). Each message is converted once and kept; every call returns fresh dicts."""
-    return decode_json(to_openai_responses_json(messages))  # type: ignore[no-any-return]
+    return _RENDERINGS.dicts(messages)
 
 
 def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_responses` as JSON bytes (the request's ``input`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return rendered_json(messages, _ATTR, _render)
+    return _RENDERINGS.json_bytes(messages)
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,10 +403,6 @@ def render_common(m: Message) -> list[dict[str, Any]] | None:
     return None
 
 
-#: Where a message keeps its Responses rendering.
-_ATTR = "_ctxtrim_openai_responses"
-
-
 def _render(m: Message, path: str) -> list[dict[str, Any]]:
     """One message's Responses input items."""
     common = render_common(m)
@@ -485,3 +480,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
         out.append(merge_keys(item, unit))
         at += len(blocks)
     return out
+
+
+#: Where a message keeps its Responses rendering.
+_RENDERINGS = Renderings("_ctxtrim_openai_responses", _render)
