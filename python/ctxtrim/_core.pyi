@@ -124,10 +124,12 @@ def join_renderings(
 def copy_renderings(
     messages: Sequence[Message],
     attr: str,
+    fast: Callable[[Message], list[dict[str, Any]] | None],
     render: Callable[[Message, int], tuple[dict[str, Any], ...]],
 ) -> list[dict[str, Any]]:
     """Fresh copies of the renderings kept on ``messages`` under ``attr`` (new dicts and lists
-    all the way down), rendering the ones that have none with ``render(message, index)``."""
+    all the way down), rendering the ones that have none with ``fast(message)`` (kept here)
+    or, where it gives None, ``render(message, index)``."""
 
 def kept_rendering(rendering: object) -> tuple[dict[str, Any], ...] | None:
     """A message's rendering (a list of provider objects) as it is kept: private plain-JSON

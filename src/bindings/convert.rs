@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple, PyType};
@@ -30,6 +31,8 @@ pub struct Classes {
     pub frozen_list: Py<PyType>,
     pub json_encode: Py<PyAny>,
     pub force_setattr: Py<PyAny>,
+    /// `msgspec.structs.astuple`: every field of a struct in one call (see `read_fields`).
+    pub astuple: Py<PyAny>,
     /// The Python constructors, which take every form and name every problem: the fast
     /// constructors in `message.rs` hand anything unusual to them.
     pub user: Py<PyAny>,
@@ -45,6 +48,19 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
         let class = |name: &str| -> PyResult<Py<PyType>> {
             Ok(m.getattr(name)?.cast_into::<PyType>()?.unbind())
         };
+        let structs = py.import("msgspec.structs")?;
+        for (name, fields) in [
+            ("Message", &MESSAGE_FIELDS[..]),
+            ("ToolUseBlock", &TOOL_USE_FIELDS[..]),
+            ("ToolResultBlock", &TOOL_RESULT_FIELDS[..]),
+        ] {
+            let actual: Vec<String> = m.getattr(name)?.getattr("__struct_fields__")?.extract()?;
+            if actual != fields {
+                return Err(PyRuntimeError::new_err(format!(
+                    "ctxtrim.messages.{name} has fields {actual:?}; the core reads {fields:?}"
+                )));
+            }
+        }
         Ok(Classes {
             message: class("Message")?,
             text: class("TextBlock")?,
@@ -56,15 +72,44 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             frozen_dict: class("FrozenDict")?,
             frozen_list: class("FrozenList")?,
             json_encode: py.import("msgspec.json")?.getattr("encode")?.unbind(),
-            force_setattr: py
-                .import("msgspec.structs")?
-                .getattr("force_setattr")?
-                .unbind(),
+            force_setattr: structs.getattr("force_setattr")?.unbind(),
+            astuple: structs.getattr("astuple")?.unbind(),
             user: m.getattr("_user")?.unbind(),
             assistant: m.getattr("_assistant")?.unbind(),
             tool_results: m.getattr("_tool_results")?.unbind(),
         })
     })
+}
+
+/// The fields of `Message`, `ToolUseBlock` and `ToolResultBlock`, in their declared order
+/// (checked against `__struct_fields__` when the classes are loaded).
+pub const MESSAGE_FIELDS: [&str; 7] = ["role", "content", "id", "turn", "name", "usage", "meta"];
+pub const TOOL_USE_FIELDS: [&str; 3] = ["id", "name", "input"];
+pub const TOOL_RESULT_FIELDS: [&str; 4] = ["tool_use_id", "content", "is_error", "compact_summary"];
+
+/// The fields `names` of `obj`: in one `astuple` call when `obj` is exactly `class` (whose
+/// fields are `names`, in order), else one attribute at a time (a subclass may add fields).
+/// One call instead of an attribute lookup per field: a message is read this way by its own
+/// checks and by everything that indexes or renders it.
+pub fn read_fields<'py, const N: usize>(
+    c: &Classes,
+    obj: &Bound<'py, PyAny>,
+    class: &Py<PyType>,
+    names: &[&str; N],
+) -> PyResult<[Bound<'py, PyAny>; N]> {
+    let py = obj.py();
+    let values: Vec<Bound<'py, PyAny>> = if obj.get_type().is(class.bind(py)) {
+        let tuple = c.astuple.bind(py).call1((obj,))?.cast_into::<PyTuple>()?;
+        tuple.iter().take(N).collect()
+    } else {
+        names
+            .iter()
+            .map(|name| obj.getattr(*name))
+            .collect::<PyResult<_>>()?
+    };
+    values
+        .try_into()
+        .map_err(|_| PyRuntimeError::new_err("a struct has fewer fields than declared"))
 }
 
 fn role_of(role: &Bound<'_, PyAny>) -> Option<Role> {

@@ -28,7 +28,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
-use super::convert::{classes, Classes};
+use super::convert::{
+    classes, read_fields, Classes, MESSAGE_FIELDS, TOOL_RESULT_FIELDS, TOOL_USE_FIELDS,
+};
 use super::untrack::untrack;
 
 /// Nesting beyond which a value is left to the Python checks (which also find cycles).
@@ -155,12 +157,10 @@ fn force_set(
 fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
-    if !nonempty_str(&block.getattr(intern!(py, "id"))?)
-        || !nonempty_str(&block.getattr(intern!(py, "name"))?)
-    {
+    let [id, name, input] = read_fields(c, block, &c.tool_use, &TOOL_USE_FIELDS)?;
+    if !nonempty_str(&id) || !nonempty_str(&name) {
         return Ok(false);
     }
-    let input = block.getattr(intern!(py, "input"))?;
     let Some(frozen) = frozen_json(&input)? else {
         return Ok(false);
     };
@@ -175,10 +175,11 @@ fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
 fn tool_result_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
-    if !nonempty_str(&block.getattr(intern!(py, "tool_use_id"))?) {
+    let [tool_use_id, content, is_error, compact_summary] =
+        read_fields(c, block, &c.tool_result, &TOOL_RESULT_FIELDS)?;
+    if !nonempty_str(&tool_use_id) {
         return Ok(false);
     }
-    let content = block.getattr(intern!(py, "content"))?;
     let content_ok = if let Ok(s) = content.cast_exact::<PyString>() {
         plain_str(s)
     } else if let Ok(items) = content.cast_exact::<PyTuple>() {
@@ -189,11 +190,7 @@ fn tool_result_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     } else {
         false
     };
-    Ok(content_ok
-        && block
-            .getattr(intern!(py, "is_error"))?
-            .is_exact_instance_of::<PyBool>()
-        && opt_str(&block.getattr(intern!(py, "compact_summary"))?))
+    Ok(content_ok && is_error.is_exact_instance_of::<PyBool>() && opt_str(&compact_summary))
 }
 
 /// `u<n>` or `a<n>` with `n` a decimal `u32`.
@@ -215,7 +212,8 @@ fn turn_id(value: &Bound<'_, PyAny>) -> bool {
 fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = message.py();
     let c = classes(py)?;
-    let role = message.getattr(intern!(py, "role"))?;
+    let [role, content, id, turn, name, usage, meta] =
+        read_fields(c, message, &c.message, &MESSAGE_FIELDS)?;
     let Ok(role) = role.cast_exact::<PyString>() else {
         return Ok(false);
     };
@@ -225,7 +223,6 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
         Ok("system") => &[&c.text],
         _ => return Ok(false),
     };
-    let content = message.getattr(intern!(py, "content"))?;
     let Ok(content) = content.cast_exact::<PyTuple>() else {
         return Ok(false);
     };
@@ -235,17 +232,12 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
             return Ok(false);
         }
     }
-    if !opt_nonempty_str(&message.getattr(intern!(py, "id"))?)
-        || !turn_id(&message.getattr(intern!(py, "turn"))?)
-        || !opt_nonempty_str(&message.getattr(intern!(py, "name"))?)
-    {
+    if !opt_nonempty_str(&id) || !turn_id(&turn) || !opt_nonempty_str(&name) {
         return Ok(false);
     }
-    let usage = message.getattr(intern!(py, "usage"))?;
     if !usage.is_none() && !usage.get_type().is(c.usage.bind(py)) {
         return Ok(false);
     }
-    let meta = message.getattr(intern!(py, "meta"))?;
     if !meta.is_none() {
         let Some(frozen) = frozen_json(&meta)? else {
             return Ok(false);

@@ -64,31 +64,65 @@ pub fn join_renderings<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
-/// Fresh copies of the renderings of `messages` kept under `attr`, in one list, rendering
-/// those that have none with `render(message, index) -> tuple` (a `kept_rendering`).
+/// Fresh copies of the renderings of `messages` kept under `attr`, in one list. A message
+/// with none is rendered by `fast(message)` (the format's core renderer of common shapes)
+/// when it gives a list of plain JSON, kept under `attr` here, else by `render(message,
+/// index) -> tuple` (the format's Python path, which renders, keeps and returns a
+/// `kept_rendering`, or names what is wrong).
 #[pyfunction]
 pub fn copy_renderings<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     attr: &Bound<'py, PyString>,
+    fast: &Bound<'py, PyAny>,
     render: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let c = classes(py)?;
     let list = as_list(messages)?;
     let out = PyList::empty(py);
     for (i, message) in list.iter().enumerate() {
-        let kept = message.getattr_opt(attr)?;
-        let rendering = match kept.and_then(|k| k.cast_into_exact::<PyTuple>().ok()) {
+        let kept = match message.getattr_opt(attr)? {
+            Some(kept) => kept.cast_into_exact::<PyTuple>().ok(),
+            None => None,
+        };
+        let rendering = match kept {
             Some(tuple) => tuple,
-            None => render
-                .call1((&message, i))?
-                .cast_into_exact::<PyTuple>()
-                .map_err(|_| PyTypeError::new_err("render() must return a kept rendering"))?,
+            None => match render_fast(c, &message, attr, fast)? {
+                Some(tuple) => tuple,
+                None => render
+                    .call1((&message, i))?
+                    .cast_into_exact::<PyTuple>()
+                    .map_err(|_| PyTypeError::new_err("render() must return a kept rendering"))?,
+            },
         };
         for item in rendering.iter() {
             out.append(copy_out(&item)?)?;
         }
     }
     Ok(out)
+}
+
+/// `message`'s rendering by `fast`, kept under `attr`; None when `fast` leaves it to the
+/// general renderer (or it is not a message at all: the general path names that).
+fn render_fast<'py>(
+    c: &Classes,
+    message: &Bound<'py, PyAny>,
+    attr: &Bound<'py, PyString>,
+    fast: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let py = message.py();
+    if !message.get_type().is(c.message.bind(py)) {
+        return Ok(None);
+    }
+    let rendered = fast.call1((message,))?;
+    if rendered.is_none() {
+        return Ok(None);
+    }
+    let Some(kept) = kept_rendering(&rendered)? else {
+        return Ok(None);
+    };
+    c.force_setattr.bind(py).call1((message, attr, &kept))?;
+    Ok(Some(kept))
 }
 
 /// A new copy of a kept value: its dicts and lists new, its leaves shared.

@@ -5,8 +5,9 @@
   both ways: ``from_*`` of the ``json.loads`` of the payload against ``json.loads`` alone;
   ``to_*`` with the renderings each message keeps (the steady state of a server: a
   window's messages were rendered on an earlier turn), ``to_*`` of messages never rendered
-  (kept renderings and facts dropped first), and ``to_openai_chat_json`` (the request body
-  as bytes), against ``json.dumps`` of the payload.
+  (what each message keeps dropped before each timed call), and
+  ``to_openai_chat_json`` (the request body as bytes), against ``json.dumps`` of the
+  payload.
 - **tool-call input as JSON text** (``TOOL_INPUT_JSON``): a tool call is priced on its
   input's JSON text as ``msgspec.json.encode`` writes it (the core calls msgspec; see
   docs/design.md for why there is no hand-written writer). Per tool call, the first
@@ -42,7 +43,7 @@ from ctxtrim.messages import drop_caches
 from .history import agent_history
 from .paths import SYSTEM, turn_messages
 from .report import CONVERT, TOOL_INPUT_JSON, Row
-from .timing import best, best_interleaved, sampler
+from .timing import best, best_interleaved, sampler, sampler_with_setup
 from .tokens import corpora
 
 __all__ = ["bench_conversion", "bench_tool_input_json"]
@@ -54,19 +55,14 @@ def bench_conversion(rows: list[Row], *, repeat: int, smoke: bool) -> None:
     messages = [Message.system(SYSTEM)] + [m for i in range(50) for m in turn_messages(i)]
     n = len(messages)
     number = 3 if smoke else 30
-    for name, to, back, slot in (
-        ("OpenAI Chat", to_openai_chat, from_openai_chat, "_ctxtrim_openai_chat"),
-        (
-            "OpenAI Responses",
-            to_openai_responses,
-            from_openai_responses,
-            "_ctxtrim_openai_responses",
-        ),
-        ("Anthropic", to_anthropic, from_anthropic, "_ctxtrim_anthropic"),
+    for name, to, back in (
+        ("OpenAI Chat", to_openai_chat, from_openai_chat),
+        ("OpenAI Responses", to_openai_responses, from_openai_responses),
+        ("Anthropic", to_anthropic, from_anthropic),
     ):
         payload = to(messages)
         text = json.dumps(payload)
-        fresh = [Message.decode(m.encode()) for m in messages]  # never rendered yet
+        fresh = [Message.decode(m.encode()) for m in messages]
         from_side = best_interleaved(
             {
                 "ctxtrim from_*": sampler(partial(_parse, back, text), number=number),
@@ -77,8 +73,8 @@ def bench_conversion(rows: list[Row], *, repeat: int, smoke: bool) -> None:
         to_side = best_interleaved(
             {
                 "ctxtrim to_*, kept renderings": sampler(partial(to, messages), number=number),
-                "ctxtrim to_*, first rendering": sampler(
-                    partial(_first_render, to, fresh, slot), number=number
+                "ctxtrim to_*, first rendering": sampler_with_setup(
+                    partial(_forget, fresh), partial(to, fresh), number=number
                 ),
                 "json.dumps of the payload": sampler(partial(json.dumps, payload), number=number),
             },
@@ -97,11 +93,9 @@ def _parse(back: Callable[[Any], list[Message]], text: str) -> list[Message]:
     return back(json.loads(text))
 
 
-def _first_render(to: Callable[[list[Message]], Any], fresh: list[Message], slot: str) -> Any:
-    names = (slot,)
-    for m in fresh:  # drop the kept rendering: time the conversion itself
-        drop_caches(m, names)
-    return to(fresh)
+def _forget(messages: list[Message]) -> None:
+    for m in messages:
+        drop_caches(m)
 
 
 def bench_tool_input_json(rows: list[Row], *, repeat: int, smoke: bool) -> None:

@@ -81,6 +81,25 @@ def sampler(fn: Callable[[], object], *, number: int) -> Callable[[], float]:
     return sample
 
 
+def sampler_with_setup(
+    setup: Callable[[], object], fn: Callable[[], object], *, number: int
+) -> Callable[[], float]:
+    """One sample of ``fn``, ``setup()`` run untimed before each call: seconds per call over
+    ``number`` calls, GC paused (for a first-time cost: setup forgets what the call keeps)."""
+
+    def sample() -> float:
+        with paused_gc():
+            total = 0.0
+            for _ in range(number):
+                setup()
+                start = time.perf_counter()
+                fn()
+                total += time.perf_counter() - start
+            return total / number
+
+    return sample
+
+
 def best(fn: Callable[[], object], *, number: int, repeat: int) -> float:
     """Seconds per call: the best of ``repeat`` samples of ``number`` calls, GC paused."""
     sample = sampler(fn, number=number)

@@ -45,7 +45,8 @@ class Renderings:
 
     A message never changes (it is immutable all the way down), so its rendering never goes
     stale; ``msgspec.structs.replace`` and decoding make a new message, with none. A message
-    is rendered once, by ``render(message, path)``, and keeps, in its slots (``CACHE_SLOTS``):
+    is rendered once, by ``fast(message)`` (the format's core renderer of common shapes) or,
+    when that gives None, by ``render(message, path)``, and keeps, in its slots (``CACHE_SLOTS``):
     under ``attr`` its provider objects as private plain-JSON copies (``_core.kept_rendering``),
     and under ``attr + "_json"`` their comma-joined JSON, once the bytes path asked for it. A
     window's request is then one pass of the core over its messages: copying the kept objects
@@ -53,12 +54,18 @@ class Renderings:
     message or a later request) or joining the kept bytes. Error paths count from ``start``.
     """
 
-    __slots__ = ("_attr", "_attr_json", "_render")
+    __slots__ = ("_attr", "_attr_json", "_fast", "_render")
 
-    def __init__(self, attr: str, render: Callable[[Message, str], list[dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        attr: str,
+        render: Callable[[Message, str], list[dict[str, Any]]],
+        fast: Callable[[Message], list[dict[str, Any]] | None],
+    ) -> None:
         self._attr = attr
         self._attr_json = attr + "_json"
         self._render = render
+        self._fast = fast
 
     def dicts(self, messages: Sequence[Message], start: int = 0) -> list[dict[str, Any]]:
         """The provider objects of ``messages``, fresh."""
@@ -66,7 +73,7 @@ class Renderings:
         def render_one(m: object, i: int) -> tuple[dict[str, Any], ...]:
             return self._make(_message(m, start + i), start + i)  # only when none is kept
 
-        return _core.copy_renderings(messages, self._attr, render_one)
+        return _core.copy_renderings(messages, self._attr, self._fast, render_one)
 
     def json_bytes(self, messages: Sequence[Message], start: int = 0) -> bytes:
         """The JSON array of the provider objects of ``messages``."""

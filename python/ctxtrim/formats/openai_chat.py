@@ -435,4 +435,4 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 
 #: Where a message keeps its Chat Completions rendering.
-_RENDERINGS = Renderings("_ctxtrim_openai_chat", _render)
+_RENDERINGS = Renderings("_ctxtrim_openai_chat", _render, _render_fast)

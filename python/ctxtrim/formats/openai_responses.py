@@ -483,4 +483,4 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 
 #: Where a message keeps its Responses rendering.
-_RENDERINGS = Renderings("_ctxtrim_openai_responses", _render)
+_RENDERINGS = Renderings("_ctxtrim_openai_responses", _render, render_common)
