@@ -19,6 +19,11 @@ starts with a ``function_call_output`` whose ``function_call`` it left out, nor 
 parallel calls from their outputs (the cut moves forward to the next pair-safe item;
 openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
 tests/integrations/test_integration_openai_agents.py shows).
+``OpenAIResponsesCompactionSession`` (and ``EncryptedSession`` over it) compacts a bounded
+suffix atomically through ``_get_compaction_snapshot``, the private hook ``SQLiteSession``
+has: the replacement is one ``replace_prefix`` with the generation and length read, so a
+write by anyone since refuses it, and it never separates a call from its output
+(tests/integrations/test_integration_openai_agents_compaction.py).
 :func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
 token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
 without a callback (the fix of openai/openai-agents-python#4322), so a slicing callback
