@@ -99,6 +99,16 @@ pub enum LogError {
         /// The log's generation now.
         actual: u64,
     },
+    /// The log was appended to since the caller read it (a rewrite that asked for the exact
+    /// length it read): the generation is unchanged, the length is not.
+    StaleLength {
+        /// The log's generation (the one the caller read).
+        generation: u64,
+        /// The length the caller read.
+        expected: usize,
+        /// The log's length now.
+        actual: usize,
+    },
     /// An index past the end of the log.
     OutOfRange {
         /// The index given.
@@ -132,6 +142,12 @@ impl fmt::Display for LogError {
             Self::StaleGeneration { expected, actual } => write!(
                 f,
                 "stale generation: expected {expected}, but the log is at generation {actual} (it was cleared or rewritten meanwhile)"
+            ),
+            Self::StaleLength {
+                expected, actual, ..
+            } => write!(
+                f,
+                "stale length: expected {expected} messages, but the history holds {actual} (it was appended to meanwhile)"
             ),
             Self::OutOfRange { index, len } => {
                 write!(f, "index {index} out of range for a log of {len} messages")
@@ -468,6 +484,30 @@ impl<P: Clone> MessageLog<P> {
         new: Vec<(P, Meta)>,
     ) -> Result<(), LogError> {
         self.replace_prefix(upto, new, self.s.generation)
+    }
+
+    /// `Ok` if the log is at `expected_generation` and holds exactly `expected_length`
+    /// messages (nothing appended since a caller read that length).
+    ///
+    /// # Errors
+    /// [`LogError::StaleGeneration`] if the generation moved, else [`LogError::StaleLength`]
+    /// if the length differs.
+    pub fn check_length(
+        &self,
+        expected_generation: u64,
+        expected_length: usize,
+    ) -> Result<(), LogError> {
+        self.check_generation(expected_generation)?;
+        let len = self.len();
+        if len == expected_length {
+            Ok(())
+        } else {
+            Err(LogError::StaleLength {
+                generation: expected_generation,
+                expected: expected_length,
+                actual: len,
+            })
+        }
     }
 
     fn check_generation(&self, expected: u64) -> Result<(), LogError> {
@@ -1097,6 +1137,27 @@ mod tests {
         assert_eq!(log.last().map(|e| e.turn), Some(TurnId::user(3)));
         assert!(log.is_safe_cut(1));
         assert_eq!(log.round_count(), 2);
+    }
+
+    #[test]
+    fn check_length_refuses_an_append_or_a_rewrite() {
+        let mut log = agent_log();
+        let (gen, len) = (log.generation(), log.len());
+        assert_eq!(log.check_length(gen, len), Ok(()));
+        log.push(7, Meta::assistant(7));
+        assert_eq!(
+            log.check_length(gen, len),
+            Err(LogError::StaleLength {
+                generation: gen,
+                expected: len,
+                actual: len + 1
+            })
+        );
+        log.clear();
+        assert!(matches!(
+            log.check_length(gen, 0),
+            Err(LogError::StaleGeneration { .. })
+        ));
     }
 
     #[test]

@@ -316,8 +316,10 @@ class MessageLog:
         expected_generation: int,
         *,
         tokens: Sequence[int] | None = None,
+        expected_length: int | None = None,
     ) -> None:
-        """Replace messages ``[0, upto)`` if the generation is still ``expected_generation``."""
+        """Replace messages ``[0, upto)`` if the generation is still ``expected_generation``
+        (and the log still holds exactly ``expected_length`` messages, when given)."""
 
     def remove_turn(self, turn: int | str | TurnId) -> int:
         """Drop one turn (``"u3"``/``3``: all of it; ``"a3"``: its assistant side, keeping the

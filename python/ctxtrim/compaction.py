@@ -409,9 +409,19 @@ class AutoCompactStore(ContextStore):
         return await self._store.snapshot()
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
-        await self._store.replace_prefix(upto, messages, expected_generation)
+        if expected_length is None:  # an inner store written before expected_length
+            await self._store.replace_prefix(upto, messages, expected_generation)
+        else:
+            await self._store.replace_prefix(
+                upto, messages, expected_generation, expected_length=expected_length
+            )
         self._context = self._hold_until = None
 
     async def remove_turn(self, turn: int | str | _core.TurnId) -> int:

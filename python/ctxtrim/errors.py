@@ -28,6 +28,7 @@ __all__ = [
     "StoreError",
     "TokenCountError",
     "stale_generation_error",
+    "stale_length_error",
 ]
 
 
@@ -37,8 +38,9 @@ class CtxtrimError(Exception):
 
 class StaleGenerationError(CtxtrimError):
     """The history was rewritten (cleared, compacted, a turn removed) since the caller's
-    snapshot, so a ``replace_prefix`` was refused and nothing changed. ``expected`` and
-    ``actual`` hold the two generations (-1 when unknown)."""
+    snapshot — or, for a ``replace_prefix`` given ``expected_length``, appended to — so the
+    rewrite was refused and nothing changed. ``expected`` and ``actual`` hold the two
+    generations (-1 when unknown; equal when only the length moved)."""
 
     def __init__(self, message: str, expected: int = -1, actual: int = -1) -> None:
         super().__init__(message)
@@ -166,4 +168,16 @@ def stale_generation_error(expected: int, actual: int) -> StaleGenerationError:
         f"stale generation: expected {expected}, the history is at generation {actual}",
         expected,
         actual,
+    )
+
+
+def stale_length_error(generation: int, expected: int, actual: int) -> StaleGenerationError:
+    """The error a store raises when ``replace_prefix(..., expected_length=n)`` meets a
+    history of another length in the expected generation (it was appended to meanwhile).
+    The same text as the core's."""
+    return StaleGenerationError(
+        f"stale length: expected {expected} messages, but the history holds {actual}"
+        " (it was appended to meanwhile)",
+        generation,
+        generation,
     )

@@ -11,6 +11,9 @@ The ABC keeps the seed's (axio's) async API so existing agent loops drop in unch
   ``replace_prefix(upto, messages, expected_generation)`` — a compare-and-swap: replaces the
   first ``upto`` messages only if nothing cleared or rewrote the history since the snapshot,
   and keeps every message appended meanwhile. This is how compaction never loses a write.
+  With ``expected_length=n`` it also requires that nothing was appended (the history still
+  holds exactly the ``n`` messages read): a rewrite of the newest messages (a suffix) needs
+  that, since an append would land inside what it replaces.
 - ``load_log()`` — the history as a read-only ``MessageLog`` with its cached token counts,
   what the trimming strategies work on.
 - ``remove_turn(turn)`` — drops one turn (``"u3"``: the whole turn; ``"a3"``: the
@@ -42,6 +45,7 @@ from ctxtrim.errors import (
     InvalidMessage,
     StaleGenerationError,
     stale_generation_error,
+    stale_length_error,
 )
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock
 from ctxtrim.tokens import TokenCounter
@@ -91,6 +95,19 @@ def _check_upto(upto: object) -> int:
     if type(upto) is not int or upto < 0:
         raise InvalidArgument(f"upto must be an int >= 0, got {upto!r}")
     return upto
+
+
+def _check_expected_length(upto: int, expected_length: object) -> int | None:
+    """``expected_length``: None, or an int >= ``upto`` (a prefix past it cannot exist)."""
+    if expected_length is None:
+        return None
+    if type(expected_length) is not int or expected_length < 0:
+        raise InvalidArgument(
+            f"expected_length must be None or an int >= 0, got {expected_length!r}"
+        )
+    if upto > expected_length:
+        raise InvalidArgument(f"upto must be at most expected_length {expected_length}, got {upto}")
+    return expected_length
 
 
 def _upto_past_end(upto: int, length: int) -> InvalidArgument:
@@ -186,10 +203,23 @@ class ContextStore(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not support snapshots")
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
         """Replace the first ``upto`` messages by ``messages`` if the generation is still
-        ``expected_generation``; raise :class:`~ctxtrim.errors.StaleGenerationError` if not."""
+        ``expected_generation`` (and, when ``expected_length`` is given, the history still
+        holds exactly that many messages: nothing was appended since it was read); raise
+        :class:`~ctxtrim.errors.StaleGenerationError` if not, changing nothing.
+
+        Checks, in this order on every store: ``upto`` (int >= 0), ``expected_generation``
+        (64-bit int), ``messages`` (a sequence), ``expected_length`` (None or an int >=
+        ``upto``) — :class:`~ctxtrim.errors.InvalidArgument` /
+        :class:`~ctxtrim.errors.InvalidMessage` before any I/O; then, atomically, the
+        generation, the length, and ``upto`` against the length."""
         raise NotImplementedError(f"{type(self).__name__} does not support replace_prefix()")
 
     async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
@@ -379,18 +409,34 @@ class MemoryContextStore(ContextStore):
         return HistorySnapshot(view.to_list(), view.generation)
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
         # The same checks, order and messages as the server stores (nothing awaits in
-        # between, so the length and generation read here are the ones the swap sees).
+        # between, so the length and generation read here are the ones the swap sees; the
+        # core checks both again under its lock, against other threads).
         _check_upto(upto)
         _check_int64("expected_generation", expected_generation)
         _check_batch(messages)
-        if self._log.generation != expected_generation:
-            raise stale_generation_error(expected_generation, self._log.generation)
-        if upto > len(self._log):
-            raise _upto_past_end(upto, len(self._log))
-        self._log.replace_prefix(upto, messages, expected_generation, tokens=self._counts(messages))
+        _check_expected_length(upto, expected_length)
+        log = self._log
+        if log.generation != expected_generation:
+            raise stale_generation_error(expected_generation, log.generation)
+        if expected_length is not None and len(log) != expected_length:
+            raise stale_length_error(expected_generation, expected_length, len(log))
+        if upto > len(log):
+            raise _upto_past_end(upto, len(log))
+        log.replace_prefix(
+            upto,
+            messages,
+            expected_generation,
+            tokens=self._counts(messages),
+            expected_length=expected_length,
+        )
 
     async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
         # One core rewrite under the log's lock: atomic, later turn ids unchanged.

@@ -30,6 +30,9 @@ pub fn log_error(_py: Python<'_>, err: LogError) -> PyErr {
         LogError::StaleGeneration { expected, actual } => {
             StaleGenerationError::new_err((err.to_string(), expected, actual))
         }
+        LogError::StaleLength { generation, .. } => {
+            StaleGenerationError::new_err((err.to_string(), generation, generation))
+        }
         LogError::OutOfRange { .. } => PyIndexError::new_err(err.to_string()),
         LogError::NoSuchTurn(_) | LogError::NoAssistantSide(_) => {
             PyKeyError::new_err(err.to_string())

@@ -207,9 +207,14 @@ impl PyMessageLog {
     /// The rewrite runs on a clone; messages appended meanwhile wait in the queue, and are
     /// replayed by the core if they were indexed meanwhile (`catch_up`); if another rewrite
     /// won, this one runs again on the new state (where a stale `replace_prefix` fails).
+    ///
+    /// `exact`: the rewrite covers the whole log as `f` saw it, so a message appended
+    /// meanwhile (indexed or still queued) refuses it with [`LogError::StaleLength`] instead
+    /// of being replayed after it.
     fn rewrite<T: Send>(
         &self,
         py: Python<'_>,
+        exact: bool,
         f: impl Fn(&mut Log) -> Result<T, LogError> + Send + Sync,
     ) -> PyResult<T> {
         loop {
@@ -217,6 +222,15 @@ impl PyMessageLog {
             let mut next = base.clone();
             let out = py.detach(|| f(&mut next)).map_err(|e| log_error(py, e))?;
             let mut state = self.state(py);
+            if exact && state.log.generation() == base.generation() && state.len() != base.len() {
+                let err = LogError::StaleLength {
+                    generation: base.generation(),
+                    expected: base.len(),
+                    actual: state.len(),
+                };
+                drop(state);
+                return Err(log_error(py, err));
+            }
             if next.catch_up(&base, &state.log) {
                 let old = std::mem::replace(&mut state.log, next);
                 let old_mirror = std::mem::replace(&mut state.mirror, Mirror::None);
@@ -430,7 +444,9 @@ impl PyMessageLog {
 
     /// Replace messages `[0, upto)` by `messages` if the generation is still `expected_generation`.
     /// Messages at and after `upto` are kept. Raises `StaleGenerationError` otherwise.
-    #[pyo3(signature = (upto, messages, expected_generation, *, tokens = None))]
+    /// With `expected_length`, the log must also still hold exactly that many messages (no
+    /// append since the caller read it), else `StaleGenerationError` and nothing changes.
+    #[pyo3(signature = (upto, messages, expected_generation, *, tokens = None, expected_length = None))]
     fn replace_prefix(
         &self,
         py: Python<'_>,
@@ -438,6 +454,7 @@ impl PyMessageLog {
         messages: &Bound<'_, PyAny>,
         expected_generation: u64,
         tokens: Option<&Bound<'_, PyAny>>,
+        expected_length: Option<usize>,
     ) -> PyResult<()> {
         self.writable()?;
         let encoding = self.state(py).encoding;
@@ -445,7 +462,10 @@ impl PyMessageLog {
             .into_iter()
             .map(|(message, tokens)| entry(py, message, tokens, encoding))
             .collect();
-        self.rewrite(py, move |log| {
+        self.rewrite(py, expected_length.is_some(), move |log| {
+            if let Some(expected) = expected_length {
+                log.check_length(expected_generation, expected)?;
+            }
             log.replace_prefix(upto, entries.clone(), expected_generation)
         })
     }
@@ -456,7 +476,7 @@ impl PyMessageLog {
     fn remove_turn(&self, py: Python<'_>, turn: &Bound<'_, PyAny>) -> PyResult<usize> {
         self.writable()?;
         let turn = turn_id(turn)?;
-        self.rewrite(py, move |log| {
+        self.rewrite(py, false, move |log| {
             if turn.owner == crate::turn::Owner::Assistant {
                 log.remove_assistant_turn(turn.number)
             } else {
@@ -480,7 +500,7 @@ impl PyMessageLog {
         check_message(message, "message")?;
         let encoding = self.state(py).encoding;
         let (payload, meta) = entry(py, message.clone().unbind(), tokens, encoding);
-        self.rewrite(py, move |log| {
+        self.rewrite(py, false, move |log| {
             log.replace_at(index, payload.clone(), meta.clone(), expected_generation)
         })
     }

@@ -48,6 +48,14 @@ def _bad_generation(value: object) -> tuple[Call, type[CtxtrimError], str]:
     )
 
 
+def _bad_length(value: object) -> tuple[Call, type[CtxtrimError], str]:
+    return (
+        lambda s, g: s.replace_prefix(0, [], g, expected_length=value),
+        InvalidArgument,
+        f"expected_length must be None or an int >= 0, got {value!r}",
+    )
+
+
 def _bad_limit(value: object) -> tuple[Call, type[CtxtrimError], str]:
     return (
         lambda s, g: s.get_history(limit=value),
@@ -110,6 +118,26 @@ ERROR_TABLE: dict[str, tuple[Call, type[CtxtrimError], str]] = {
     ),
     "stale wins over upto > len": (
         lambda s, g: s.replace_prefix(99, [], g + 7),
+        StaleGenerationError,
+        "stale generation: expected {g7}, the history is at generation {g}",
+    ),
+    # expected_length: the history ("first", "second") must still hold exactly that many.
+    "expected_length=-1": _bad_length(-1),
+    "expected_length=2.0": _bad_length(2.0),
+    "expected_length=True": _bad_length(True),
+    "expected_length='2'": _bad_length("2"),
+    "upto > expected_length": (
+        lambda s, g: s.replace_prefix(2, [], g, expected_length=1),
+        InvalidArgument,
+        "upto must be at most expected_length 1, got 2",
+    ),
+    "expected_length stale (appended to)": (
+        lambda s, g: s.replace_prefix(1, [], g, expected_length=1),
+        StaleGenerationError,
+        "stale length: expected 1 messages, but the history holds 2 (it was appended to meanwhile)",
+    ),
+    "stale generation wins over stale length": (
+        lambda s, g: s.replace_prefix(1, [], g + 7, expected_length=1),
         StaleGenerationError,
         "stale generation: expected {g7}, the history is at generation {g}",
     ),

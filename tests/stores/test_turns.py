@@ -251,7 +251,14 @@ async def test_appends_during_remove_turn_are_kept(store: ContextStore) -> None:
 
 async def test_concurrent_stale_generation_gives_up_after_retries() -> None:
     class AlwaysStale(MemoryContextStore):
-        async def replace_prefix(self, upto: int, messages: object, expected: int) -> None:
+        async def replace_prefix(
+            self,
+            upto: int,
+            messages: object,
+            expected: int,
+            *,
+            expected_length: int | None = None,
+        ) -> None:
             raise StaleGenerationError("stale", expected, expected + 1)
 
     store = AlwaysStale(two_turns())

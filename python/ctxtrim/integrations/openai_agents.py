@@ -19,6 +19,11 @@ starts with a ``function_call_output`` whose ``function_call`` it left out, nor 
 parallel calls from their outputs (the cut moves forward to the next pair-safe item;
 openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
 tests/integrations/test_integration_openai_agents.py shows).
+``OpenAIResponsesCompactionSession`` (and ``EncryptedSession`` over it) compacts a bounded
+suffix atomically through ``_get_compaction_snapshot``, the private hook ``SQLiteSession``
+has: the replacement is one ``replace_prefix`` with the generation and length read, so a
+write by anyone since refuses it, and it never separates a call from its output
+(tests/integrations/test_integration_openai_agents_compaction.py).
 :func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
 token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
 without a callback (the fix of openai/openai-agents-python#4322), so a slicing callback
@@ -30,9 +35,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, overload
+from typing import Any, cast, overload
 
-from ctxtrim.errors import InvalidMessage, StaleGenerationError
+from ctxtrim.errors import InvalidArgument, InvalidMessage, StaleGenerationError
 from ctxtrim.formats.openai_responses import (
     from_openai_responses,
     read_common_item,
@@ -47,7 +52,7 @@ from ctxtrim.integrations._common import (
     missing_extra,
     take,
 )
-from ctxtrim.messages import Message
+from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.stores.sqlite import SQLiteContextStore
 from ctxtrim.strategies import FitContextWindow
@@ -55,6 +60,7 @@ from ctxtrim.tokens import TokenCounter
 
 try:
     from agents.memory import SessionSettings
+    from agents.memory.session import _CompactionSnapshot
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("openai-agents", "openai-agents", _err) from _err
@@ -106,6 +112,70 @@ def message_to_items(message: Message) -> list[dict[str, Any]]:
     if common is not None:
         return common
     return to_openai_responses([message])
+
+
+def _safe_tail(messages: Sequence[Message], limit: int) -> tuple[int, list[list[dict[str, Any]]]]:
+    """``(cut, items)``: the newest whole messages of ``messages`` whose items fit in
+    ``limit``, from the first pair-safe cut among them (``cut``, an index into
+    ``messages``), and their items, one list per message. Whether a cut is safe depends only
+    on the messages after it: a result whose call lies before the part read makes every
+    cut up to it unsafe."""
+    n = len(messages)
+    tail: list[list[dict[str, Any]]] = []
+    size = 0
+    start = n
+    while start > 0:
+        items = message_to_items(messages[start - 1])
+        if size + len(items) > limit:
+            break
+        tail.append(items)
+        size += len(items)
+        start -= 1
+    safe = closed_from(messages, start)
+    cut = next((start + j for j, ok in enumerate(safe) if ok), n)
+    tail.reverse()
+    return cut, tail[cut - start :]
+
+
+def _answers_before(kept: Sequence[Message], replaced: Sequence[Message]) -> bool:
+    """Whether a tool result in ``replaced`` answers a tool call in ``kept``."""
+    calls = {b.id for m in kept for b in m.content if type(b) is ToolUseBlock}
+    return any(
+        type(b) is ToolResultBlock and b.tool_use_id in calls for m in replaced for b in m.content
+    )
+
+
+def _expired_prefix(messages: Sequence[Message], end: int, expired: Callable[[Any], bool]) -> int:
+    """How many of the oldest messages (before ``end``) hold only expired items."""
+    for i in range(end):
+        if not all(expired(it) for it in message_to_items(messages[i])):
+            return i
+    return end
+
+
+def _pair_safe_drop(kept: Sequence[Message], drop: int) -> int:
+    """The largest ``d <= drop`` such that no tool result in ``kept[d:]`` answers a call in
+    ``kept[:d]`` (dropping the oldest ``d`` messages orphans no kept result)."""
+    if drop == 0:
+        return 0
+    where: dict[str, int] = {}
+    bad = [0] * (len(kept) + 2)  # cuts c with call < c <= result are unsafe (a difference array)
+    for i, m in enumerate(kept):
+        for b in m.content:
+            if type(b) is ToolUseBlock:
+                where[b.id] = i
+            elif type(b) is ToolResultBlock and b.tool_use_id in where:
+                call = where[b.tool_use_id]
+                if call < i:
+                    bad[call + 1] += 1
+                    bad[i + 1] -= 1
+    unsafe, running = [], 0
+    for c in range(drop + 1):
+        running += bad[c]
+        unsafe.append(running > 0)
+    while drop > 0 and unsafe[drop]:
+        drop -= 1
+    return drop
 
 
 class CtxtrimSession:
@@ -188,24 +258,67 @@ class CtxtrimSession:
         if limit == 0:
             return []
         messages = await store.get_history(limit)
+        _, tail = _safe_tail(messages, limit)
+        return [it for chunk in tail for it in chunk]
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> _CompactionSnapshot | None:
+        """openai-agents' hook for compacting a bounded suffix atomically (what
+        ``OpenAIResponsesCompactionSession`` and ``EncryptedSession`` call; ``SQLiteSession``
+        has the same one): the latest items, at most ``limit``, chosen as ``get_items(limit)``
+        chooses them (whole messages, starting at a pair-safe cut); ``complete`` when they
+        are the whole history; and ``replace_suffix(start, output)``, which replaces
+        ``items[start:]`` by ``output`` — after dropping the expired oldest items
+        (``prune_prefix``) — in one ``replace_prefix`` with the generation *and* the length
+        read here, so it returns False and changes nothing if the history was appended to,
+        popped, cleared or rewritten since (by any writer of the store, other processes
+        included). It also returns False rather than separate a tool call from its output
+        (a call kept whose output would be replaced), and prunes only up to a cut that keeps
+        every kept output's call. None on a store without ``snapshot``.
+        """
+        if type(limit) is not int or limit < 1:
+            raise InvalidArgument(f"limit must be an int >= 1, got {limit!r}")
+        store = await self._open()
+        try:
+            messages, generation = await store.snapshot()
+        except NotImplementedError:
+            return None
         n = len(messages)
-        # Walk back whole messages while they fit in `limit` items.
-        tail: list[list[dict[str, Any]]] = []
-        size = 0
-        start = n
-        while start > 0:
-            items = message_to_items(messages[start - 1])
-            if size + len(items) > limit:
-                break
-            tail.append(items)
-            size += len(items)
-            start -= 1
-        # Pair-safety from the messages read alone: a result whose call was not read makes
-        # every cut up to it unsafe.
-        safe = closed_from(messages, start)
-        cut = next((start + j for j, ok in enumerate(safe) if ok), n)
-        tail.reverse()
-        return [it for chunk in tail[cut - start :] for it in chunk]
+        first, tail = _safe_tail(messages, limit)
+        items = [it for chunk in tail for it in chunk]
+        # Item k of the snapshot is item owner[k][1] of message owner[k][0].
+        owner = [(first + m, j) for m, chunk in enumerate(tail) for j in range(len(chunk))]
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            if type(start) is not int or start < 0:
+                raise InvalidArgument(f"start must be an int >= 0, got {start!r}")
+            if start >= len(items):
+                return False  # nothing to replace (as SQLiteSession's)
+            new_tail = [item_to_message(it) for it in output]  # a bad item changes nothing
+            at, within = owner[start]
+            kept, replaced = messages[:at], messages[at:]
+            if within:
+                # Items of message `at` before `start` stay, one message each (as pop_item).
+                split = [item_to_message(it) for it in tail[at - first]]
+                kept = [*kept, *split[:within]]
+                replaced = [*split[within:], *messages[at + 1 :]]
+            if _answers_before(kept, replaced):
+                return False  # the suffix holds an output of a kept call
+            drop = 0
+            if prune_prefix is not None:
+                drop = _expired_prefix(messages, at, prune_prefix)
+                drop = _pair_safe_drop(kept, drop)
+            try:
+                await (await self._open()).replace_prefix(
+                    n, [*kept[drop:], *new_tail], generation, expected_length=n
+                )
+            except StaleGenerationError:
+                return False
+            return True
+
+        # Items are the stored Responses input items (plain dicts, the TypedDicts' runtime form).
+        return _CompactionSnapshot(cast(Any, items), first == 0, replace_suffix)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items atomically (all are converted first; a bad one changes nothing)."""

@@ -41,6 +41,7 @@ from ctxtrim.store import (
     _INT64_MAX,
     _INT64_MIN,
     _check_batch,
+    _check_expected_length,
     _check_int64,
     _check_limit,
     _check_upto,
@@ -146,11 +147,14 @@ def check_tokens(input_tokens: object, output_tokens: object) -> tuple[int, int]
     return _check_int64("input_tokens", input_tokens), _check_int64("output_tokens", output_tokens)
 
 
-def check_replace_args(upto: object, expected_generation: object, messages: object) -> None:
+def check_replace_args(
+    upto: object, expected_generation: object, messages: object, expected_length: object = None
+) -> None:
     """``replace_prefix``'s argument checks, in the order every store makes them."""
-    _check_upto(upto)
+    start = _check_upto(upto)
     _check_int64("expected_generation", expected_generation)
     _check_batch(messages)
+    _check_expected_length(start, expected_length)
 
 
 def encode_payload(message: object, max_bytes: int, path: str = "message") -> bytes:

@@ -56,6 +56,7 @@ from ctxtrim.errors import (
     OutcomeUnknownError,
     StoreError,
     stale_generation_error,
+    stale_length_error,
 )
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
@@ -613,9 +614,14 @@ class PostgresContextStore(ContextStore):
             )
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
-        check_replace_args(upto, expected_generation, messages)
+        check_replace_args(upto, expected_generation, messages, expected_length)
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
@@ -639,6 +645,8 @@ class PostgresContextStore(ContextStore):
             generation, first, nxt = row
             if generation != expected_generation:
                 raise stale_generation_error(expected_generation, generation)
+            if expected_length is not None and nxt - first != expected_length:
+                raise stale_length_error(generation, expected_length, nxt - first)
             if upto > nxt - first:
                 raise upto_past_end(upto, nxt - first)
             cut = first + upto

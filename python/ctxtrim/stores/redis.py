@@ -41,6 +41,7 @@ from ctxtrim.errors import (
     OutcomeUnknownError,
     StoreError,
     stale_generation_error,
+    stale_length_error,
 )
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
@@ -174,26 +175,32 @@ return {created, gen}
 """
 )
 
-# ARGV[4] upto, ARGV[5] expected gen, ARGV[6..] entries.
-# Returns {created, new gen} or {-2, gen} (stale) or {-3, length} (upto out of range).
+# ARGV[4] upto, ARGV[5] expected gen, ARGV[6] expected length (-1: any), ARGV[7..] entries.
+# Returns {created, new gen} or {-2, gen} (stale) or {-4, gen, length} (appended to since)
+# or {-3, length} (upto out of range).
 _REPLACE = (
     _PROLOGUE
     + """
 local upto, expected = tonumber(ARGV[4]), tonumber(ARGV[5])
+local expected_len = tonumber(ARGV[6])
 local gen = tonumber(redis.call('HGET', meta, 'gen'))
 if gen ~= expected then
   if created == 1 then redis.call('DEL', meta) end
   return {-2, gen}
 end
 local len = redis.call('LLEN', log)
+if expected_len >= 0 and len ~= expected_len then
+  if created == 1 then redis.call('DEL', meta) end
+  return {-4, gen, len}
+end
 if upto > len then
   if created == 1 then redis.call('DEL', meta) end
   return {-3, len}
 end
 if upto > 0 then redis.call('LTRIM', log, upto, -1) end
 local last = #ARGV
-while last >= 6 do
-  local first = math.max(6, last - 999)
+while last >= 7 do
+  local first = math.max(7, last - 999)
   local chunk = {}
   for k = last, first, -1 do chunk[#chunk + 1] = ARGV[k] end
   redis.call('LPUSH', log, unpack(chunk))
@@ -520,18 +527,28 @@ class RedisContextStore(ContextStore):
         await self._run(self._shared.clear, [], "clear")
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
-        check_replace_args(upto, expected_generation, messages)
+        check_replace_args(upto, expected_generation, messages, expected_length)
         messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         entries = [_entry(p, c) for p, c in zip(payloads, counts, strict=True)]
+        length = -1 if expected_length is None else expected_length
         result = await self._run(
-            self._shared.replace, [upto, expected_generation, *entries], "replace_prefix"
+            self._shared.replace,
+            [upto, expected_generation, length, *entries],
+            "replace_prefix",
         )
         if result[0] == -2:
             raise stale_generation_error(expected_generation, result[1])
+        if result[0] == -4:
+            raise stale_length_error(result[1], length, result[2])
         if result[0] == -3:
             raise upto_past_end(upto, result[1])
 

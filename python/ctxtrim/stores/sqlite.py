@@ -52,7 +52,12 @@ from datetime import datetime, timezone
 from typing import Any, Literal, TypeVar
 
 from ctxtrim import _core
-from ctxtrim.errors import InvalidMessage, StoreError, stale_generation_error
+from ctxtrim.errors import (
+    InvalidMessage,
+    StoreError,
+    stale_generation_error,
+    stale_length_error,
+)
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.stores._common import (
@@ -776,9 +781,14 @@ class SQLiteContextStore(ContextStore):
         await self._commit(body)
 
     async def replace_prefix(
-        self, upto: int, messages: Sequence[Message], expected_generation: int
+        self,
+        upto: int,
+        messages: Sequence[Message],
+        expected_generation: int,
+        *,
+        expected_length: int | None = None,
     ) -> None:
-        check_replace_args(upto, expected_generation, messages)
+        check_replace_args(upto, expected_generation, messages, expected_length)
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         sid, k = self._sid, len(payloads)
@@ -787,6 +797,8 @@ class SQLiteContextStore(ContextStore):
             generation, nxt = _head(conn, sid)
             if generation != expected_generation:
                 raise stale_generation_error(expected_generation, generation)
+            if expected_length is not None and nxt != expected_length:
+                raise stale_length_error(generation, expected_length, nxt)
             if upto > nxt:
                 raise upto_past_end(upto, nxt)
             new = generation + 1
