@@ -31,6 +31,7 @@ use pyo3::types::PyType;
 use pyo3::{intern, Py};
 
 use super::convert::{check_message, classes, meta_of, tokens_of};
+use super::slots::{CacheSlot, FACTS};
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
 use crate::meta::Meta;
@@ -152,8 +153,8 @@ pub fn facts_of<'py>(
         // Again, with the path: it is only worth formatting for the error.
         check_message(msg, &path())?;
     }
-    let key = intern!(py, "_ctxtrim_facts");
-    if let Some(kept) = msg.getattr_opt(key)? {
+    let slot = CacheSlot::facts(py)?;
+    if let Some(kept) = slot.get(msg)? {
         if let Ok(facts) = kept.cast_into::<PyFacts>() {
             return Ok(facts);
         }
@@ -172,7 +173,7 @@ pub fn facts_of<'py>(
     classes(py)?
         .force_setattr
         .bind(py)
-        .call1((msg, key, &facts))?;
+        .call1((msg, intern!(py, FACTS), &facts))?;
     Ok(facts)
 }
 

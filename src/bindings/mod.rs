@@ -15,6 +15,7 @@ mod json;
 mod log;
 mod message;
 mod render;
+mod slots;
 mod text;
 mod tokens;
 mod turn;

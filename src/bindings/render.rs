@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
+use super::slots::CacheSlot;
 use super::untrack::untrack;
 
 /// Deeper than any provider object; a deeper value goes to the encoder, which says why.
@@ -44,10 +45,11 @@ pub fn join_renderings<'py>(
     render: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let list = as_list(messages)?;
+    let slot = CacheSlot::named(attr)?;
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
     out.push(b'[');
     for (i, message) in list.iter().enumerate() {
-        let kept = message.getattr_opt(attr)?;
+        let kept = slot.get(&message)?;
         let rendered = match kept.as_ref().and_then(|k| k.cast::<PyBytes>().ok()) {
             Some(bytes) => bytes.clone(),
             None => render.call1((&message, i))?.cast_into::<PyBytes>()?,
@@ -79,9 +81,10 @@ pub fn copy_renderings<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let c = classes(py)?;
     let list = as_list(messages)?;
+    let slot = CacheSlot::named(attr)?;
     let out = PyList::empty(py);
     for (i, message) in list.iter().enumerate() {
-        let kept = match message.getattr_opt(attr)? {
+        let kept = match slot.get(&message)? {
             Some(kept) => kept.cast_into_exact::<PyTuple>().ok(),
             None => None,
         };

@@ -5,8 +5,8 @@
 //! the collector took more time than the turns). A message is a `gc=False` struct, and what
 //! it holds that Python would track is untracked here when it is made: its frozen JSON
 //! copies (`FrozenDict`/`FrozenList` of plain JSON, which never change) and its facts
-//! object. CPython has no Python-level call for this, hence the one FFI call, allowed here
-//! only.
+//! object. CPython has no Python-level call for this, hence an FFI call (the crate's other
+//! `unsafe` is the slot read in `slots`).
 
 #![allow(unsafe_code)]
 

@@ -1,0 +1,129 @@
+//! `CacheSlot`: reads one of a `Message`'s cache slots (`ctxtrim.messages.CACHE_SLOTS`: its
+//! facts, its kept renderings) straight from the object, as CPython's own slot descriptor does.
+//!
+//! Every window decision reads the facts slot of each message it looks at, and every request
+//! the rendering slot of each message it sends, so a slot read is on the hot path of every
+//! user call. Through `getattr` it costs a type lookup and a descriptor call (~25 ns, a third
+//! of deciding a window on a plain list), and an unset slot raises and discards an
+//! `AttributeError` (~150 ns, on each message's first read). The slot's offset is fixed by its
+//! class; reading the pointer there is one load. The offset is taken from the slot's member
+//! descriptor once per interpreter, after checking that the descriptor is CPython's
+//! `member_descriptor` for an object slot of the cache class `Message` derives from.
+//!
+//! Invariants: only an object whose type is exactly `Message` is read directly (its layout is
+//! the cache class's plus Message's fields); anything else goes through `getattr`, as does
+//! every read on a free-threaded build (where CPython reads slots atomically). An unset slot
+//! reads as `None`. This module and `untrack` are the only places with `unsafe` code.
+
+#![allow(unsafe_code)]
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyString, PyType};
+use pyo3::{ffi, intern};
+
+use super::convert::classes;
+
+/// The cache slots, by name, with their offsets in a `Message`.
+struct Slots {
+    names: Vec<(Py<PyString>, isize)>,
+}
+
+static SLOTS: PyOnceLock<Slots> = PyOnceLock::new();
+
+fn slots(py: Python<'_>) -> PyResult<&Slots> {
+    SLOTS.get_or_try_init(py, || {
+        let messages = py.import("ctxtrim.messages")?;
+        let caches = messages.getattr("_Caches")?.cast_into::<PyType>()?;
+        let message = messages.getattr("Message")?.cast_into::<PyType>()?;
+        let member_type = py.import("types")?.getattr("MemberDescriptorType")?;
+        let mut names = Vec::new();
+        // A free-threaded CPython reads and writes slots atomically: leave it to `getattr`.
+        let free_threaded = py
+            .import("sysconfig")?
+            .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
+            .is_truthy()?;
+        if message.is_subclass(&caches)? && !free_threaded {
+            let own = caches.getattr("__dict__")?;
+            for name in messages.getattr("CACHE_SLOTS")?.try_iter()? {
+                let name = name?.cast_into::<PyString>()?;
+                let descr = own.get_item(&name)?;
+                if !descr.get_type().is(&member_type) {
+                    continue;
+                }
+                // SAFETY: `descr` is exactly a `member_descriptor`, whose C struct is a
+                // `PyMemberDescrObject` pointing at its `PyMemberDef`, alive as long as the
+                // class (held by the module for the interpreter's life).
+                let member = unsafe {
+                    let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
+                    (*d).d_member.cast::<ffi::PyMemberDef>().read()
+                };
+                let aligned =
+                    member.offset % std::mem::align_of::<*mut ffi::PyObject>() as isize == 0;
+                if member.type_code == ffi::Py_T_OBJECT_EX && aligned {
+                    names.push((name.unbind(), member.offset));
+                }
+            }
+        }
+        Ok(Slots { names })
+    })
+}
+
+/// The name of the facts slot (`ctxtrim.messages.CACHE_SLOTS`).
+pub const FACTS: &str = "_ctxtrim_facts";
+
+/// One cache slot of `Message`, ready to read.
+pub struct CacheSlot<'py> {
+    name: Bound<'py, PyString>,
+    /// The offset of the slot in a `Message`, or None to read it with `getattr`.
+    offset: Option<isize>,
+}
+
+impl<'py> CacheSlot<'py> {
+    /// The slot called `name` (one of `CACHE_SLOTS`; another name is read with `getattr`).
+    pub fn named(name: &Bound<'py, PyString>) -> PyResult<Self> {
+        let py = name.py();
+        let mut offset = None;
+        for (n, at) in &slots(py)?.names {
+            let n = n.bind(py);
+            if n.is(name) || n.as_any().eq(name)? {
+                offset = Some(*at);
+                break;
+            }
+        }
+        Ok(Self {
+            name: name.clone(),
+            offset,
+        })
+    }
+
+    /// The facts slot.
+    pub fn facts(py: Python<'py>) -> PyResult<Self> {
+        Self::named(intern!(py, FACTS))
+    }
+
+    /// What `obj` keeps in this slot, or None if it keeps nothing there.
+    pub fn get(&self, obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = obj.py();
+        match self.offset {
+            Some(offset) if obj.get_type().is(classes(py)?.message.bind(py)) => {
+                // The offset was checked to be aligned when it was read.
+                #[allow(clippy::cast_ptr_alignment)]
+                // SAFETY: `obj` is exactly a `Message`, a subclass of the class that declared
+                // this object slot at `offset` (checked when the offset was read), so the
+                // field there is a `PyObject*` or NULL; with the GIL held no other thread
+                // writes it during the read, and `from_borrowed_ptr` takes a new reference.
+                unsafe {
+                    let field = obj
+                        .as_ptr()
+                        .cast::<u8>()
+                        .offset(offset)
+                        .cast::<*mut ffi::PyObject>();
+                    let value = field.read();
+                    Ok((!value.is_null()).then(|| Bound::from_borrowed_ptr(py, value)))
+                }
+            }
+            _ => obj.getattr_opt(&self.name),
+        }
+    }
+}
