@@ -2,13 +2,13 @@
 //! facts, its kept renderings) straight from the object, as CPython's own slot descriptor does.
 //!
 //! Every window decision reads the facts slot of each message it looks at, and every request
-//! the rendering slot of each message it sends, so a slot read is on the hot path of every
-//! user call. Through `getattr` it costs a type lookup and a descriptor call (~25 ns, a third
-//! of deciding a window on a plain list), and an unset slot raises and discards an
-//! `AttributeError` (~150 ns, on each message's first read). The slot's offset is fixed by its
-//! class; reading the pointer there is one load. The offset is taken from the slot's member
-//! descriptor once per interpreter, after checking that the descriptor is CPython's
-//! `member_descriptor` for an object slot of the cache class `Message` derives from.
+//! the rendering slot of each message it sends. Through `getattr` a read costs a type lookup
+//! and a descriptor call, and an unset slot raises and discards an `AttributeError` (~150 ns:
+//! each new message's first read of each slot, so several per message on a server turn). The
+//! slot's offset is fixed by its class; reading the pointer there is one load, and an unset
+//! slot is a null pointer. The offset is taken from the slot's member descriptor once per
+//! interpreter, after checking that the descriptor is CPython's `member_descriptor` for an
+//! aligned object slot of the cache class `Message` derives from.
 //!
 //! Invariants: only an object whose type is exactly `Message` is read directly (its layout is
 //! the cache class's plus Message's fields); anything else goes through `getattr`, as does
