@@ -24,6 +24,8 @@
 //! they hold only plain JSON and other such copies, and never change, so no cycle can run
 //! through them (a server holding millions of messages gives the collector nothing to walk).
 
+use std::cell::Cell;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
@@ -249,6 +251,31 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(true)
 }
 
+thread_local! {
+    /// Set while a constructor below builds a struct from parts it has checked itself.
+    static TRUSTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// `f()` with the structs' `__post_init__` checks skipped: for a `TextBlock` of a text
+/// `plain_text` accepted, or a `Message` (exactly) of a fixed role, blocks of exact block
+/// classes allowed for it, and no options. Nothing else may be built inside `f`: msgspec
+/// runs no other code while it builds a struct, so only that struct's check is skipped.
+fn trusted<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            TRUSTED.with(|t| t.set(false));
+        }
+    }
+    TRUSTED.with(|t| t.set(true));
+    let _reset = Reset;
+    f()
+}
+
+fn is_trusted() -> bool {
+    TRUSTED.with(Cell::get)
+}
+
 /// Runs the struct's Python checks (`_check`) unless the fast checks said yes.
 fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
     if !fast_ok {
@@ -260,6 +287,9 @@ fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
 /// `TextBlock.__post_init__`.
 #[pyfunction]
 pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    if is_trusted() {
+        return Ok(());
+    }
     let text = block.getattr(intern!(block.py(), "text"))?;
     checked(block, text.cast_exact::<PyString>().is_ok_and(plain_str))
 }
@@ -279,6 +309,9 @@ pub fn tool_result_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `Message.__post_init__` (its `meta` replaced by its frozen copy).
 #[pyfunction]
 pub fn message_post_init(message: &Bound<'_, PyAny>) -> PyResult<()> {
+    if is_trusted() {
+        return Ok(());
+    }
     checked(message, message_ok(message)?)
 }
 
@@ -308,14 +341,25 @@ fn plain_text<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, Py
 
 /// `cls(role, blocks, **options)`: the same call the Python constructor ends with, so it
 /// raises what that would.
+/// The blocks are of exact block classes allowed for `role` (the callers build or pick them
+/// so); with no options that is all a `Message`'s checks would check, so they are skipped.
 fn build<'py>(
     cls: &Bound<'py, PyType>,
     role: &Bound<'py, PyString>,
     blocks: Vec<Bound<'py, PyAny>>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let blocks = PyTuple::new(cls.py(), blocks)?;
+    let py = cls.py();
+    let blocks = PyTuple::new(py, blocks)?;
+    if options.is_none_or(PyDictMethods::is_empty) && cls.is(classes(py)?.message.bind(py)) {
+        return trusted(|| cls.call1((role, blocks)));
+    }
     cls.call((role, blocks), options)
+}
+
+/// A `TextBlock` of `text`, which `plain_text` accepted: its checks would pass.
+fn text_block<'py>(c: &Classes, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+    trusted(|| c.text.bind(text.py()).call1((text,)))
 }
 
 /// Calls the Python constructor `slow(cls, *args, **options)`.
@@ -346,7 +390,7 @@ pub fn message_user<'py>(
     let c = classes(py)?;
     if let Some(text) = plain_text(content) {
         if known_options(options, true) {
-            let block = c.text.bind(py).call1((text,))?;
+            let block = text_block(c, text)?;
             return build(cls, intern!(py, "user"), vec![block], options);
         }
     }
@@ -396,7 +440,7 @@ fn assistant_blocks<'py>(
     let py = content.py();
     let mut blocks = Vec::with_capacity(2);
     if let Some(text) = plain_text(content) {
-        blocks.push(c.text.bind(py).call1((text,)).ok()?);
+        blocks.push(text_block(c, text).ok()?);
     } else if !content
         .cast_exact::<PyString>()
         .is_ok_and(|s| s.to_str().is_ok_and(str::is_empty))

@@ -880,3 +880,28 @@ def test_frozen_values_are_shared_not_copied_again() -> None:
 def test_a_wrong_keyword_names_the_constructor_called(make: str) -> None:
     with pytest.raises(TypeError, match=rf"^Message\.{make}\(\) got an unexpected keyword"):
         getattr(Message, make)("x", bogus=1)
+
+
+def test_the_checks_the_fast_constructors_skip_still_run_for_everything_else() -> None:
+    # The fast constructors skip the struct checks for what they built from parts they
+    # checked; the skip must end with them, and a subclass or options keep every check.
+    for _ in range(2):
+        Message.user("hi")
+        Message.assistant("ok", tool_uses=[("c1", "f", {"x": 1})])
+        Message.tool_results(("c1", "done"))
+        with pytest.raises(InvalidMessage):
+            TextBlock(5)  # type: ignore[arg-type]
+        with pytest.raises(InvalidMessage):
+            Message("user", (ToolUseBlock("c1", "f", {}),))
+        with pytest.raises(InvalidMessage):
+            Message.user("hi", id="")
+        with pytest.raises(InvalidMessage):
+            Message("system", (TextBlock("a"),), turn="x9")
+
+    class Tagged(Message, frozen=True):
+        def __post_init__(self) -> None:
+            if self.role == "user":
+                raise InvalidMessage("no users here", "role")
+
+    with pytest.raises(InvalidMessage, match="no users here"):
+        Tagged.user("hi")
