@@ -252,28 +252,32 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
 }
 
 thread_local! {
-    /// Set while a constructor below builds a struct from parts it has checked itself.
-    static TRUSTED: Cell<bool> = const { Cell::new(false) };
+    /// While a constructor below builds a struct from a part it has checked itself (a
+    /// message's blocks tuple, a text block's text), the address of that part; else 0.
+    static TRUSTED: Cell<usize> = const { Cell::new(0) };
 }
 
-/// `f()` with the structs' `__post_init__` checks skipped: for a `TextBlock` of a text
-/// `plain_text` accepted, or a `Message` (exactly) of a fixed role, blocks of exact block
-/// classes allowed for it, and no options. Nothing else may be built inside `f`: msgspec
-/// runs no other code while it builds a struct, so only that struct's check is skipped.
-fn trusted<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+/// `f()`, in which the struct built from `part` skips its `__post_init__` checks: for a
+/// `TextBlock` of a text `plain_text` accepted, or a `Message` (exactly) of a fixed role,
+/// blocks of exact block classes allowed for it, and no options. Only a struct holding
+/// `part` itself is trusted, so a struct some other code builds meanwhile (a finalizer run
+/// by a collection during the allocation) is checked as usual.
+fn trusted<T>(part: &Bound<'_, PyAny>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     struct Reset;
     impl Drop for Reset {
         fn drop(&mut self) {
-            TRUSTED.with(|t| t.set(false));
+            TRUSTED.with(|t| t.set(0));
         }
     }
-    TRUSTED.with(|t| t.set(true));
+    TRUSTED.with(|t| t.set(part.as_ptr() as usize));
     let _reset = Reset;
     f()
 }
 
-fn is_trusted() -> bool {
-    TRUSTED.with(Cell::get)
+/// Whether `obj`'s field `name` is the part being trusted.
+fn is_trusted(obj: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<bool> {
+    let part = TRUSTED.with(Cell::get);
+    Ok(part != 0 && obj.getattr(name)?.as_ptr() as usize == part)
 }
 
 /// Runs the struct's Python checks (`_check`) unless the fast checks said yes.
@@ -287,7 +291,7 @@ fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
 /// `TextBlock.__post_init__`.
 #[pyfunction]
 pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted() {
+    if is_trusted(block, intern!(block.py(), "text"))? {
         return Ok(());
     }
     let text = block.getattr(intern!(block.py(), "text"))?;
@@ -309,7 +313,7 @@ pub fn tool_result_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `Message.__post_init__` (its `meta` replaced by its frozen copy).
 #[pyfunction]
 pub fn message_post_init(message: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted() {
+    if is_trusted(message, intern!(message.py(), "content"))? {
         return Ok(());
     }
     checked(message, message_ok(message)?)
@@ -352,14 +356,16 @@ fn build<'py>(
     let py = cls.py();
     let blocks = PyTuple::new(py, blocks)?;
     if options.is_none_or(PyDictMethods::is_empty) && cls.is(classes(py)?.message.bind(py)) {
-        return trusted(|| cls.call1((role, blocks)));
+        let args = (role, &blocks).into_pyobject(py)?;
+        return trusted(blocks.as_any(), || cls.call1(args));
     }
     cls.call((role, blocks), options)
 }
 
 /// A `TextBlock` of `text`, which `plain_text` accepted: its checks would pass.
 fn text_block<'py>(c: &Classes, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
-    trusted(|| c.text.bind(text.py()).call1((text,)))
+    let args = PyTuple::new(text.py(), [text])?;
+    trusted(text.as_any(), || c.text.bind(text.py()).call1(args))
 }
 
 /// Calls the Python constructor `slow(cls, *args, **options)`.
