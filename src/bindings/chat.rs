@@ -17,25 +17,12 @@
 //! the same key order, so the kept JSON bytes are the same. Anything else is `None`, for the
 //! general renderer.
 
-use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
-use super::message::nonempty_str;
-
-/// A value present and a non-empty `str`.
-fn nonempty(value: Option<&Bound<'_, PyAny>>) -> bool {
-    value.is_some_and(nonempty_str)
-}
-
-fn get<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    d.get_item(key)
-}
+use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -48,13 +35,7 @@ pub fn chat_fast<'py>(
     raw_key: &Bound<'py, PyString>,
     msg: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match read_chat(msg, loads, dumps, raw_key) {
-        Ok(read) => Ok(read),
-        // What the general reader names (bad values, arguments too deep): its job, not ours.
-        Err(e) if e.is_instance_of::<PyValueError>(msg.py()) => Ok(None),
-        Err(e) if e.is_instance_of::<PyRecursionError>(msg.py()) => Ok(None),
-        Err(e) => Err(e),
-    }
+    stop_on_invalid(msg.py(), read_chat(msg, loads, dumps, raw_key))
 }
 
 /// The longest prefix of `items` whose messages all have a common shape, read as
@@ -194,10 +175,7 @@ fn read_call<'py>(
     let Ok(call) = call.cast_exact::<PyDict>() else {
         return Ok(None);
     };
-    let is_function = get(call, intern!(py, "type"))?.is_some_and(|t| {
-        t.cast_exact::<PyString>()
-            .is_ok_and(|s| s.to_str().is_ok_and(|s| s == "function"))
-    });
+    let is_function = is_tag(get(call, intern!(py, "type"))?.as_ref(), "function");
     if call.len() != 3 || !is_function {
         return Ok(None);
     }
@@ -218,13 +196,9 @@ fn read_call<'py>(
     let Some(text) = text else {
         return Ok(None);
     };
-    let args = loads.call1((&text,))?;
-    let Ok(args) = args.cast_into_exact::<PyDict>() else {
+    let Some(args) = arguments(&text, loads, dumps, raw_key)? else {
         return Ok(None);
     };
-    if !dumps.call1((&args,))?.eq(&text)? || args.contains(raw_key)? {
-        return Ok(None);
-    }
     tool_use.bind(py).call1((call_id, name, args)).map(Some)
 }
 

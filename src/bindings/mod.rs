@@ -14,6 +14,8 @@ mod facts;
 mod log;
 mod message;
 mod render;
+mod responses;
+mod shapes;
 mod text;
 mod tokens;
 mod turn;
@@ -28,7 +30,7 @@ use pyo3::prelude::*;
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
-    use super::anthropic::anthropic_render;
+    use super::anthropic::{anthropic_fast_prefix, anthropic_render};
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
     #[pymodule_export]
@@ -42,6 +44,8 @@ mod core_module {
     };
     #[pymodule_export]
     use super::render::join_renderings;
+    #[pymodule_export]
+    use super::responses::{responses_fast_prefix, responses_render};
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]

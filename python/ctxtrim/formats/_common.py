@@ -198,6 +198,11 @@ def dumps_arguments(value: dict[str, Any]) -> str:
 #: The canonical tool-arguments text: compact, non-ASCII kept (made once: ``json.dumps`` with
 #: options builds a new encoder on every call).
 COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+#: Tool arguments text → value, and value → canonical text, as plain callables for the
+#: converters' common shapes in the core, which parse and re-encode arguments with the very
+#: functions the general readers use (so "compact JSON" means the same on both paths).
+ARGUMENTS_LOADS = json.JSONDecoder().decode
+ARGUMENTS_DUMPS = COMPACT_JSON.encode
 
 
 def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:

@@ -28,7 +28,6 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,7 +44,8 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
-    COMPACT_JSON,
+    ARGUMENTS_DUMPS,
+    ARGUMENTS_LOADS,
     RAW_ARGUMENTS,
     Unit,
     build,
@@ -178,8 +178,8 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
-_loads = json.JSONDecoder().decode
-_dumps = COMPACT_JSON.encode
+_loads = ARGUMENTS_LOADS
+_dumps = ARGUMENTS_DUMPS
 
 #: The common shapes read without the general reader, in the core: a ``system``/``user``
 #: message whose content is a string, an ``assistant`` one with string or null content and
