@@ -115,10 +115,14 @@ def cut_window(
     for the items read."""
 
 def join_renderings(
-    messages: Sequence[Message], attr: str, render: Callable[[Message, int], bytes]
+    messages: Sequence[Message],
+    attr: str,
+    render: Callable[[Message, int], bytes],
+    fast: Callable[[Message], list[dict[str, Any]] | None] | None = None,
 ) -> bytes:
     """The JSON array of the renderings kept on ``messages`` under ``attr``, rendering the
-    ones that have none with ``render(message, index)``."""
+    ones that have none with ``fast(message)`` (encoded and kept here) and, when it gives
+    ``None``, with ``render(message, index)``."""
 
 def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is

@@ -22,7 +22,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid};
+use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -193,10 +193,10 @@ fn read_call<'py>(
     if !nonempty(name.as_ref()) || !nonempty(text.as_ref()) {
         return Ok(None);
     }
-    let Some(text) = text else {
+    let Some(Ok(text)) = text.map(Bound::cast_into_exact::<PyString>) else {
         return Ok(None);
     };
-    let Some(args) = arguments(&text, loads, dumps, raw_key)? else {
+    let Some(args) = arguments(classes(py)?, &text, loads, dumps, raw_key)? else {
         return Ok(None);
     };
     tool_use.bind(py).call1((call_id, name, args)).map(Some)
@@ -275,7 +275,7 @@ pub fn chat_render<'py>(
             }
             let function = PyDict::new(py);
             function.set_item(intern!(py, "name"), call.getattr(intern!(py, "name"))?)?;
-            function.set_item(intern!(py, "arguments"), dumps.call1((input,))?)?;
+            function.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
             let item = PyDict::new(py);
             item.set_item(intern!(py, "id"), call.getattr(intern!(py, "id"))?)?;
             item.set_item(intern!(py, "type"), intern!(py, "function"))?;

@@ -29,6 +29,7 @@ pub struct Classes {
     pub frozen_dict: Py<PyType>,
     pub frozen_list: Py<PyType>,
     pub json_encode: Py<PyAny>,
+    pub json_decode: Py<PyAny>,
     pub force_setattr: Py<PyAny>,
     /// The Python constructors, which take every form and name every problem: the fast
     /// constructors in `message.rs` hand anything unusual to them.
@@ -56,6 +57,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             frozen_dict: class("FrozenDict")?,
             frozen_list: class("FrozenList")?,
             json_encode: py.import("msgspec.json")?.getattr("encode")?.unbind(),
+            json_decode: py.import("msgspec.json")?.getattr("decode")?.unbind(),
             force_setattr: py
                 .import("msgspec.structs")?
                 .getattr("force_setattr")?

@@ -24,7 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tag, text};
+use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text};
 
 /// The `Message.meta` key of the general reader's record.
 const KEY: &str = "openai_responses";
@@ -225,7 +225,7 @@ fn read_item<'py>(
             if !nonempty(call_id.as_ref()) || !nonempty(name.as_ref()) {
                 return Ok(None);
             }
-            let Some(args) = arguments(raw.as_any(), loads, dumps, raw_key)? else {
+            let Some(args) = arguments(c, &raw, loads, dumps, raw_key)? else {
                 return Ok(None);
             };
             let block = c.tool_use.bind(py).call1((call_id, name, args))?;
@@ -443,7 +443,7 @@ fn render_item<'py>(
         item.set_item(intern!(py, "type"), intern!(py, "function_call"))?;
         item.set_item(intern!(py, "call_id"), block.getattr(intern!(py, "id"))?)?;
         item.set_item(intern!(py, "name"), block.getattr(intern!(py, "name"))?)?;
-        item.set_item(intern!(py, "arguments"), dumps.call1((input,))?)?;
+        item.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
     } else if ty.is(c.tool_result.bind(py)) {
         let output = block.getattr(intern!(py, "content"))?;
         if output.cast_exact::<PyString>().is_err() {

@@ -8,8 +8,9 @@
 
 use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 
+use super::convert::Classes;
 use super::message::{nonempty_str, plain_str};
 
 /// `d[key]`, or `None` when absent.
@@ -51,12 +52,31 @@ pub fn tag<'py>(value: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyString
 /// arguments kept as text (`raw_key`, which renders as that text). The parsed object, or
 /// `None`. Text that does not parse raises the decoder's `ValueError` (or `RecursionError`),
 /// which [`stop_on_invalid`] turns into a stop.
+///
+/// Python's `json` costs over a microsecond a call either way, more than the rest of the
+/// message, so msgspec (a tenth of that) reads the text first: when its value is one whose
+/// JSON both encoders write alike ([`same_json`]) and msgspec writes exactly the text back,
+/// `dumps` would too, and `loads` would read the same value, so the answer is known.
+/// Anything else is decided by `loads` and `dumps` themselves.
 pub fn arguments<'py>(
-    text: &Bound<'py, PyAny>,
+    c: &Classes,
+    text: &Bound<'py, PyString>,
     loads: &Bound<'py, PyAny>,
     dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = text.py();
+    if let Ok(value) = c.json_decode.bind(py).call1((text,)) {
+        if let Ok(args) = value.cast_into_exact::<PyDict>() {
+            if same_json(args.as_any(), 0) && !args.contains(raw_key)? {
+                let written = c.json_encode.bind(py).call1((&args,))?;
+                let written = written.cast::<PyBytes>()?;
+                if written.as_bytes() == text.to_str()?.as_bytes() {
+                    return Ok(Some(args));
+                }
+            }
+        }
+    }
     let args = loads.call1((text,))?;
     let Ok(args) = args.cast_into_exact::<PyDict>() else {
         return Ok(None);
@@ -65,6 +85,58 @@ pub fn arguments<'py>(
         return Ok(None);
     }
     Ok(Some(args))
+}
+
+/// A tool call's `input` as its canonical arguments text, what `dumps` (the general
+/// renderer's encoder) writes: msgspec's JSON when the two write it alike ([`same_json`]),
+/// else `dumps`' own.
+pub fn arguments_text<'py>(
+    c: &Classes,
+    input: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = input.py();
+    if same_json(input, 0) {
+        if let Ok(written) = c.json_encode.bind(py).call1((input,)) {
+            if let Ok(text) = std::str::from_utf8(written.cast::<PyBytes>()?.as_bytes()) {
+                return Ok(PyString::new(py, text).into_any());
+            }
+        }
+    }
+    dumps.call1((input,))
+}
+
+/// Nesting beyond which [`same_json`] does not look (`json` may refuse it as too deep).
+const MAX_DEPTH: u32 = 64;
+
+/// Whether msgspec's JSON of `value` is exactly the canonical encoder's (`json` with
+/// `ensure_ascii=False` and compact separators): dicts with `str` keys, lists, strings,
+/// `bool`, `None` and integers that fit 64 bits (exact types; dicts and lists may be the
+/// frozen ones a message holds). The encoders escape every character alike
+/// (tests/formats/test_formats.py checks each one); they write floats differently (`1e+16`
+/// and `1e16`), and `json` refuses integers too long to print, so those are left to `json`.
+pub fn same_json(value: &Bound<'_, PyAny>, depth: u32) -> bool {
+    if value.is_exact_instance_of::<PyString>()
+        || value.is_none()
+        || value.is_exact_instance_of::<PyBool>()
+    {
+        return true;
+    }
+    if let Ok(int) = value.cast_exact::<PyInt>() {
+        return int.extract::<i64>().is_ok();
+    }
+    if depth >= MAX_DEPTH {
+        return false;
+    }
+    if let Ok(dict) = value.cast::<PyDict>() {
+        return dict
+            .iter()
+            .all(|(k, v)| k.is_exact_instance_of::<PyString>() && same_json(&v, depth + 1));
+    }
+    if let Ok(list) = value.cast::<PyList>() {
+        return list.iter().all(|v| same_json(&v, depth + 1));
+    }
+    false
 }
 
 /// `read`'s answer, with what the general reader names (bad values a constructor refused,

@@ -56,7 +56,7 @@ from ctxtrim.formats import (
 )
 from ctxtrim.strategies import TruncateToolOutputs
 
-from strategies import histories, json_values, messages
+from strategies import histories, json_dicts, json_values, messages
 
 SESSIONS = Path(__file__).resolve().parents[2] / "examples" / "sessions"
 PNG = base64.b64decode("iVBORw0KGgo=")
@@ -1165,3 +1165,90 @@ def test_the_fast_responses_renderer_renders_what_the_general_renderer_renders(
 
 def _has_surrogate(text: str) -> bool:
     return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+def test_msgspec_writes_every_character_as_the_canonical_arguments_encoder_does() -> None:
+    # The core reads and writes tool arguments with msgspec wherever its JSON is the
+    # canonical encoder's (no floats, no integers beyond 64 bits): that rests on the two
+    # escaping every character alike. Lone surrogates are no message's (msgspec refuses them).
+    from ctxtrim.formats._common import COMPACT_JSON
+
+    text = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    assert msgspec.json.encode(text) == COMPACT_JSON.encode(text).encode()
+    values: list[Any] = [0, -1, 2**63 - 1, -(2**63), True, False, None, [], {}, {"a": [1, {}]}]
+    for value in values:
+        assert msgspec.json.encode(value) == COMPACT_JSON.encode(value).encode()
+
+
+@PROPS
+@given(
+    args=json_dicts(max_leaves=8),
+    form=st.sampled_from(["compact", "spaced", "ascii", "msgspec", "duplicate", "deep"]),
+)
+def test_tool_arguments_are_read_as_the_general_readers_read_them(
+    args: dict[str, Any], form: str
+) -> None:
+    # The core takes arguments text without the general reader only when it is exactly the
+    # canonical text of an object; anything else (other spacing or escapes, msgspec's float
+    # spelling, a repeated key, nesting json finds too deep) must give the general result.
+    from ctxtrim.formats import openai_chat, openai_responses
+
+    try:
+        text = {
+            "compact": lambda: json.dumps(args, ensure_ascii=False, separators=(",", ":")),
+            "spaced": lambda: json.dumps(args, ensure_ascii=False),
+            "ascii": lambda: json.dumps(args, separators=(",", ":")),
+            "msgspec": lambda: msgspec.json.encode(args).decode(),
+            "duplicate": lambda: '{"k":1,' + json.dumps(args, separators=(",", ":"))[1:],
+            "deep": lambda: '{"k":' + "[" * 70 + "]" * 70 + "}",
+        }[form]()
+    except (msgspec.EncodeError, UnicodeEncodeError):
+        return  # a lone surrogate: no such text comes from JSON
+    chat = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": text}}
+            ],
+        }
+    ]
+    responses = [{"type": "function_call", "call_id": "c", "name": "f", "arguments": text}]
+    for read, module, off in (
+        (
+            from_openai_chat,
+            openai_chat,
+            {"_fast": lambda raw: None, "_fast_prefix": lambda items: ([], 0, [], 0)},
+        ),
+        (from_openai_responses, openai_responses, {"_fast_prefix": lambda items: ([], 0)}),
+    ):
+        payload = chat if module is openai_chat else responses
+        fast = _read(read, payload)
+        with pytest.MonkeyPatch.context() as m:
+            for name, value in off.items():
+                m.setattr(module, name, value)
+            general = _read(read, payload)
+        assert fast == general
+
+
+@PROPS
+@given(args=json_dicts(max_leaves=8))
+def test_tool_arguments_are_written_as_the_general_renderers_write_them(
+    args: dict[str, Any],
+) -> None:
+    # The core writes arguments with msgspec only where its text is the canonical one.
+    from ctxtrim.formats import openai_chat, openai_responses
+
+    try:
+        ms = [Message.assistant(tool_uses=[("c", "f", args)])]
+    except InvalidMessage:
+        return  # a lone surrogate: not a message
+    for to_json, module, name in (
+        (_chat_json, openai_chat, "_render_fast"),
+        (_responses_json, openai_responses, "render_common"),
+    ):
+        fast = to_json(ms)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(module, name, lambda message: None)
+            general = to_json(ms)
+        assert fast == general

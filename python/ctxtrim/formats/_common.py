@@ -45,6 +45,8 @@ def rendered_json(
     attr: str,
     render: Callable[[Message, str], list[dict[str, Any]]],
     start: int = 0,
+    *,
+    fast: Callable[[Message], list[dict[str, Any]] | None] | None = None,
 ) -> bytes:
     """The JSON array of the messages' provider objects, each message rendered once and its
     rendering (the comma-joined JSON of its objects) kept on it under ``attr``.
@@ -54,7 +56,8 @@ def rendered_json(
     A window's request is then its messages' bytes joined (in the core, one pass): O(window)
     reference work, and a caller's dicts are decoded fresh from it, so nothing done to a
     returned dict reaches a stored message or a later request. Error paths count from
-    ``start``.
+    ``start``. ``fast`` is the format's renderer of common shapes in the core (``None`` for
+    anything else): the core calls it, and encodes and keeps what it gives, before ``render``.
     """
 
     def render_one(m: object, i: int) -> bytes:
@@ -64,7 +67,7 @@ def rendered_json(
         force_setattr(m, attr, rendered)  # a slot of the frozen message (CACHE_SLOTS)
         return rendered
 
-    return _core.join_renderings(messages, attr, render_one)
+    return _core.join_renderings(messages, attr, render_one, fast)
 
 
 def tname(value: object) -> str:

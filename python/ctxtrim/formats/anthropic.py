@@ -366,7 +366,7 @@ def to_anthropic_json(messages: Sequence[Message]) -> bytes:
             break
         n_system += 1
     rest = messages[n_system:]
-    body = b'"messages":' + rendered_json(rest, _ATTR, _render, n_system) + b"}"
+    body = b'"messages":' + rendered_json(rest, _ATTR, _render, n_system, fast=_render_fast) + b"}"
     if not n_system:
         return b"{" + body
     system = _system(messages[:n_system])

@@ -355,7 +355,7 @@ def to_openai_chat(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return rendered_json(messages, _ATTR, _render)
+    return rendered_json(messages, _ATTR, _render, fast=_render_fast)
 
 
 #: Where a message keeps its Chat Completions rendering.

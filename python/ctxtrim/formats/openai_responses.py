@@ -323,7 +323,7 @@ def to_openai_responses(messages: Sequence[Message]) -> list[dict[str, Any]]:
 def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_responses` as JSON bytes (the request's ``input`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
-    return rendered_json(messages, _ATTR, _render)
+    return rendered_json(messages, _ATTR, _render, fast=render_common)
 
 
 # --------------------------------------------------------------------------------------------
