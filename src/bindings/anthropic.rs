@@ -25,8 +25,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::message::frozen_json;
-use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text};
+use super::message::{frozen_json, nonempty_str};
+use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
 
 /// The general reader's record for content given as a string (`{"anthropic": [{"t":
 /// "message", "n": 1, "form": "str"}]}`), frozen once: messages share it (it never changes).
@@ -153,13 +153,13 @@ fn read_block<'py>(
             let id = get(part, intern!(py, "id"))?;
             let name = get(part, intern!(py, "name"))?;
             let input = get(part, intern!(py, "input"))?;
-            match input {
-                Some(input)
-                    if nonempty(id.as_ref())
-                        && nonempty(name.as_ref())
+            match (id, name, input) {
+                (Some(id), Some(name), Some(input))
+                    if nonempty_str(&id)
+                        && nonempty_str(&name)
                         && input.is_exact_instance_of::<PyDict>() =>
                 {
-                    c.tool_use.bind(py).call1((id, name, input)).map(Some)
+                    tool_use(c, &id, &name, &input).map(Some)
                 }
                 _ => Ok(None),
             }

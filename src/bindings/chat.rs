@@ -22,7 +22,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
-use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid};
+use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tool_use};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -152,7 +152,7 @@ fn read_chat<'py>(
                 return Ok(None);
             }
             for call in calls.iter() {
-                let Some(block) = read_call(&call, loads, dumps, raw_key, &c.tool_use)? else {
+                let Some(block) = read_call(&call, loads, dumps, raw_key)? else {
                     return Ok(None);
                 };
                 blocks.push(block);
@@ -169,7 +169,6 @@ fn read_call<'py>(
     loads: &Bound<'py, PyAny>,
     dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
-    tool_use: &Py<PyType>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = call.py();
     let Ok(call) = call.cast_exact::<PyDict>() else {
@@ -196,10 +195,14 @@ fn read_call<'py>(
     let Some(Ok(text)) = text.map(Bound::cast_into_exact::<PyString>) else {
         return Ok(None);
     };
-    let Some(args) = arguments(classes(py)?, &text, loads, dumps, raw_key)? else {
+    let (Some(call_id), Some(name)) = (call_id, name) else {
         return Ok(None);
     };
-    tool_use.bind(py).call1((call_id, name, args)).map(Some)
+    let c = classes(py)?;
+    let Some(args) = arguments(c, &text, loads, dumps, raw_key)? else {
+        return Ok(None);
+    };
+    tool_use(c, &call_id, &name, args.as_any()).map(Some)
 }
 
 /// The Chat Completions dicts of `message` in a common shape (see the module docs), or

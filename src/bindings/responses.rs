@@ -24,7 +24,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text};
+use super::shapes::{
+    arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use,
+};
 
 /// The `Message.meta` key of the general reader's record.
 const KEY: &str = "openai_responses";
@@ -228,7 +230,10 @@ fn read_item<'py>(
             let Some(args) = arguments(c, &raw, loads, dumps, raw_key)? else {
                 return Ok(None);
             };
-            let block = c.tool_use.bind(py).call1((call_id, name, args))?;
+            let (Some(call_id), Some(name)) = (call_id, name) else {
+                return Ok(None);
+            };
+            let block = tool_use(c, &call_id, &name, args.as_any())?;
             Ok(Some(Item {
                 side: Side::Assistant,
                 role: None,

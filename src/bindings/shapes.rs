@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 
 use super::convert::Classes;
-use super::message::{nonempty_str, plain_str};
+use super::message::{frozen_json, nonempty_str, plain_str};
 
 /// `d[key]`, or `None` when absent.
 pub fn get<'py>(
@@ -137,6 +137,20 @@ pub fn same_json(value: &Bound<'_, PyAny>, depth: u32) -> bool {
         return list.iter().all(|v| same_json(&v, depth + 1));
     }
     false
+}
+
+/// `ToolUseBlock(id, name, input)` with `input` frozen first (its checks then find it frozen
+/// and copy nothing, which saves storing the copy into the frozen struct afterwards); an
+/// input that does not freeze is passed as it is, for the checks to decide.
+pub fn tool_use<'py>(
+    c: &Classes,
+    id: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyAny>,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = input.py();
+    let input = frozen_json(input)?.unwrap_or_else(|| input.clone());
+    c.tool_use.bind(py).call1((id, name, input))
 }
 
 /// `read`'s answer, with what the general reader names (bad values a constructor refused,
