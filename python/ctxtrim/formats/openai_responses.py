@@ -351,7 +351,8 @@ def read_common_item(data: dict[str, Any]) -> Message | None:
     """The message ``from_openai_responses([data])`` makes of the one item ``data``, read in
     the core for the items an agent loop is made of (a function call, its text output, a
     message with text), or None. For callers that keep one message per item (the
-    openai-agents session)."""
+    openai-agents session; checked against the general reader on generated items by
+    tests/integrations/test_integration_openai_agents.py)."""
     read, n = _fast_prefix([data])
     return read[0] if n == 1 else None
 
@@ -359,7 +360,9 @@ def read_common_item(data: dict[str, Any]) -> Message | None:
 #: ``_render(m)`` built in the core for a message in a common shape (text, tool calls,
 #: string tool results, reasoning; no recorded fields, or only the short form of one text),
 #: or None. ``_render`` tries it first; a session's ``get_items``, which renders every
-#: message fresh from its store, calls it directly.
+#: message fresh from its store, calls it directly. The same items as the general renderer,
+#: key order included (tests/formats/test_formats.py and
+#: tests/integrations/test_integration_openai_agents.py).
 render_common: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
     _core.responses_render, ARGUMENTS_DUMPS, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
 )
