@@ -18,6 +18,7 @@ __all__ = [
     "TurnCounter",
     "TurnId",
     "__version__",
+    "anthropic_fast_prefix",
     "anthropic_render",
     "chat_fast",
     "chat_fast_prefix",
@@ -40,6 +41,8 @@ __all__ = [
     "message_user",
     "price_table",
     "repair_plan",
+    "responses_fast_prefix",
+    "responses_render",
     "text_post_init",
     "tool_result_post_init",
     "tool_use_post_init",
@@ -146,6 +149,11 @@ def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is
     frozen throughout already, or ``None`` (then the Python checks decide)."""
 
+def anthropic_fast_prefix(system: object, items: list[Any]) -> tuple[list[Message], int]:
+    """The longest prefix of Anthropic ``items`` in common shapes, after ``system`` (read
+    first if a string; any other non-``None`` system prompt makes it read nothing):
+    ``(messages, next)``."""
+
 def anthropic_render(message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as its Anthropic message dict (in
     a list), or ``None``."""
@@ -172,6 +180,26 @@ def chat_render(
 ) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as Chat Completions dicts, or
     ``None``."""
+
+def responses_fast_prefix(
+    loads: Callable[[str], Any],
+    dumps: Callable[[Any], str],
+    raw_key: str,
+    items: list[Any],
+) -> tuple[list[Message], int]:
+    """The longest prefix of Responses input ``items`` in common shapes, grouped into messages
+    as the general reader groups them: ``(messages, next)``, ``next`` the first item of the
+    message the first item left to the general reader belongs to."""
+
+def responses_render(
+    dumps: Callable[[Any], str],
+    raw_key: str,
+    short_user: object,
+    short_assistant: object,
+    message: Message,
+) -> list[dict[str, Any]] | None:
+    """A message in a common shape (no recorded fields, or only the short form of one text)
+    as Responses input items, or ``None``."""
 
 def message_post_init(message: Message) -> None:
     """``Message.__post_init__``: every check at once (meta frozen), else ``Message._check``."""

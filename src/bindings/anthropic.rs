@@ -1,4 +1,15 @@
-//! Anthropic Messages' most common shapes, rendered without the general Python code.
+//! Anthropic Messages' most common shapes, read and rendered without the general Python code.
+//!
+//! `anthropic_fast_prefix` reads the longest prefix of a list of messages in which each has a
+//! common shape: a `user` or `assistant` message with exactly `role` and `content`, its
+//! content a string or a list of `text` blocks, `tool_use` blocks (in an assistant message)
+//! and `tool_result` blocks (in a user message) whose content is a string or a list of
+//! `text` blocks and whose `is_error`, if given, is true; each block with exactly the keys
+//! the general reader in `ctxtrim.formats.anthropic` reads. A string system prompt is read
+//! first. These need no record of provider fields but the string form of content, so each
+//! message is exactly what the general reader makes; the first one in any other shape (or
+//! with a value a constructor refuses) ends the prefix, and the general reader goes on from
+//! there, recording what it must or naming what is wrong.
 //!
 //! `anthropic_render` turns a message with no recorded provider fields (no `meta`) that is
 //! not a system message, and whose blocks are text, tool calls, string tool results or
@@ -10,9 +21,205 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use super::convert::classes;
+use super::convert::{classes, Classes};
+use super::message::{frozen_json, nonempty_str};
+use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
+
+/// The general reader's record for content given as a string (`{"anthropic": [{"t":
+/// "message", "n": 1, "form": "str"}]}`), frozen once: messages share it (it never changes).
+static STR_FORM: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn str_form(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+    STR_FORM.get_or_try_init(py, || {
+        let unit = PyDict::new(py);
+        unit.set_item("t", "message")?;
+        unit.set_item("n", 1)?;
+        unit.set_item("form", "str")?;
+        let meta = PyDict::new(py);
+        meta.set_item("anthropic", PyList::new(py, [unit])?)?;
+        let frozen = frozen_json(&meta)?;
+        Ok(frozen.unwrap_or_else(|| meta.into_any()).unbind())
+    })
+}
+
+/// The longest prefix of `items` in common shapes (see the module docs), as messages, and the
+/// index of the first item left for the general reader: `(messages, next)`. A `system` that
+/// is not `None` is read first, as the system message, if it is a string; any other system
+/// prompt makes this read nothing (`([], 0)`), for the general reader.
+#[pyfunction]
+pub fn anthropic_fast_prefix<'py>(
+    system: &Bound<'py, PyAny>,
+    items: &Bound<'py, PyList>,
+) -> PyResult<(Bound<'py, PyList>, usize)> {
+    let py = items.py();
+    let c = classes(py)?;
+    let out = PyList::empty(py);
+    if !system.is_none() {
+        let read = stop_on_invalid(py, read_system(c, system))?;
+        let Some(message) = read else {
+            return Ok((out, 0));
+        };
+        out.append(message)?;
+    }
+    let mut next = 0;
+    while next < items.len() {
+        let item = items.get_item(next)?;
+        let Some(message) = stop_on_invalid(py, read_message(c, &item))? else {
+            break;
+        };
+        out.append(message)?;
+        next += 1;
+    }
+    Ok((out, next))
+}
+
+fn read_system<'py>(
+    c: &Classes,
+    system: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = system.py();
+    let Some(system) = text(Some(system)) else {
+        return Ok(None);
+    };
+    let blocks = PyTuple::new(py, [c.text.bind(py).call1((system,))?])?;
+    c.message
+        .bind(py)
+        .call1((intern!(py, "system"), blocks))
+        .map(Some)
+}
+
+fn read_message<'py>(c: &Classes, item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = item.py();
+    let Ok(item) = item.cast_exact::<PyDict>() else {
+        return Ok(None);
+    };
+    if item.len() != 2 {
+        return Ok(None);
+    }
+    let Some(role) = tag(get(item, intern!(py, "role"))?.as_ref()) else {
+        return Ok(None);
+    };
+    let assistant = match role.to_str() {
+        Ok("assistant") => true,
+        Ok("user") => false,
+        _ => return Ok(None),
+    };
+    let Some(content) = get(item, intern!(py, "content"))? else {
+        return Ok(None);
+    };
+    if let Some(content) = text(Some(&content)) {
+        let blocks = PyTuple::new(py, [c.text.bind(py).call1((content,))?])?;
+        let options = PyDict::new(py);
+        options.set_item(intern!(py, "meta"), str_form(py)?)?;
+        return c
+            .message
+            .bind(py)
+            .call((role, blocks), Some(&options))
+            .map(Some);
+    }
+    let Ok(parts) = content.cast_exact::<PyList>() else {
+        return Ok(None);
+    };
+    let mut blocks = Vec::with_capacity(parts.len());
+    for part in parts.iter() {
+        let Some(block) = read_block(c, &part, assistant)? else {
+            return Ok(None);
+        };
+        blocks.push(block);
+    }
+    let blocks = PyTuple::new(py, blocks)?;
+    c.message.bind(py).call1((role, blocks)).map(Some)
+}
+
+/// One content block of a user (`assistant` false) or assistant message, in a common shape.
+fn read_block<'py>(
+    c: &Classes,
+    part: &Bound<'py, PyAny>,
+    assistant: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = part.py();
+    let Ok(part) = part.cast_exact::<PyDict>() else {
+        return Ok(None);
+    };
+    let Some(kind) = tag(get(part, intern!(py, "type"))?.as_ref()) else {
+        return Ok(None);
+    };
+    match kind.to_str() {
+        Ok("text") => read_text(c, part),
+        Ok("tool_use") if assistant && part.len() == 4 => {
+            let id = get(part, intern!(py, "id"))?;
+            let name = get(part, intern!(py, "name"))?;
+            let input = get(part, intern!(py, "input"))?;
+            match (id, name, input) {
+                (Some(id), Some(name), Some(input))
+                    if nonempty_str(&id)
+                        && nonempty_str(&name)
+                        && input.is_exact_instance_of::<PyDict>() =>
+                {
+                    tool_use(c, &id, &name, &input).map(Some)
+                }
+                _ => Ok(None),
+            }
+        }
+        Ok("tool_result") if !assistant => {
+            // `is_error` only when true: an explicit false is recorded by the general reader.
+            let is_error = get(part, intern!(py, "is_error"))?;
+            let flagged = is_error
+                .as_ref()
+                .is_some_and(|e| e.cast_exact::<PyBool>().is_ok_and(PyBoolMethods::is_true));
+            if part.len() != if flagged { 4 } else { 3 } {
+                return Ok(None);
+            }
+            let id = get(part, intern!(py, "tool_use_id"))?;
+            let Some(content) = get(part, intern!(py, "content"))? else {
+                return Ok(None);
+            };
+            if !nonempty(id.as_ref()) {
+                return Ok(None);
+            }
+            let content = if text(Some(&content)).is_some() {
+                content
+            } else if let Ok(items) = content.cast_exact::<PyList>() {
+                let mut texts = Vec::with_capacity(items.len());
+                for item in items.iter() {
+                    let Ok(item) = item.cast_exact::<PyDict>() else {
+                        return Ok(None);
+                    };
+                    if !is_tag(get(item, intern!(py, "type"))?.as_ref(), "text") {
+                        return Ok(None);
+                    }
+                    let Some(block) = read_text(c, item)? else {
+                        return Ok(None);
+                    };
+                    texts.push(block);
+                }
+                PyTuple::new(py, texts)?.into_any()
+            } else {
+                return Ok(None);
+            };
+            c.tool_result
+                .bind(py)
+                .call1((id, content, flagged))
+                .map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A `{"type": "text", "text": ...}` block (its type already read).
+fn read_text<'py>(c: &Classes, part: &Bound<'py, PyDict>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = part.py();
+    if part.len() != 2 {
+        return Ok(None);
+    }
+    match text(get(part, intern!(py, "text"))?.as_ref()) {
+        Some(t) => c.text.bind(py).call1((t,)).map(Some),
+        None => Ok(None),
+    }
+}
 
 /// The Anthropic message dict of `message` in a common shape (see the module docs), or
 /// `None` for the general renderer.

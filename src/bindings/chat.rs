@@ -17,25 +17,12 @@
 //! the same key order, so the kept JSON bytes are the same. Anything else is `None`, for the
 //! general renderer.
 
-use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
-use super::message::nonempty_str;
-
-/// A value present and a non-empty `str`.
-fn nonempty(value: Option<&Bound<'_, PyAny>>) -> bool {
-    value.is_some_and(nonempty_str)
-}
-
-fn get<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    d.get_item(key)
-}
+use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tool_use};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -48,13 +35,7 @@ pub fn chat_fast<'py>(
     raw_key: &Bound<'py, PyString>,
     msg: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match read_chat(msg, loads, dumps, raw_key) {
-        Ok(read) => Ok(read),
-        // What the general reader names (bad values, arguments too deep): its job, not ours.
-        Err(e) if e.is_instance_of::<PyValueError>(msg.py()) => Ok(None),
-        Err(e) if e.is_instance_of::<PyRecursionError>(msg.py()) => Ok(None),
-        Err(e) => Err(e),
-    }
+    stop_on_invalid(msg.py(), read_chat(msg, loads, dumps, raw_key))
 }
 
 /// The longest prefix of `items` whose messages all have a common shape, read as
@@ -171,7 +152,7 @@ fn read_chat<'py>(
                 return Ok(None);
             }
             for call in calls.iter() {
-                let Some(block) = read_call(&call, loads, dumps, raw_key, &c.tool_use)? else {
+                let Some(block) = read_call(&call, loads, dumps, raw_key)? else {
                     return Ok(None);
                 };
                 blocks.push(block);
@@ -188,16 +169,12 @@ fn read_call<'py>(
     loads: &Bound<'py, PyAny>,
     dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
-    tool_use: &Py<PyType>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = call.py();
     let Ok(call) = call.cast_exact::<PyDict>() else {
         return Ok(None);
     };
-    let is_function = get(call, intern!(py, "type"))?.is_some_and(|t| {
-        t.cast_exact::<PyString>()
-            .is_ok_and(|s| s.to_str().is_ok_and(|s| s == "function"))
-    });
+    let is_function = is_tag(get(call, intern!(py, "type"))?.as_ref(), "function");
     if call.len() != 3 || !is_function {
         return Ok(None);
     }
@@ -215,17 +192,17 @@ fn read_call<'py>(
     if !nonempty(name.as_ref()) || !nonempty(text.as_ref()) {
         return Ok(None);
     }
-    let Some(text) = text else {
+    let Some(Ok(text)) = text.map(Bound::cast_into_exact::<PyString>) else {
         return Ok(None);
     };
-    let args = loads.call1((&text,))?;
-    let Ok(args) = args.cast_into_exact::<PyDict>() else {
+    let (Some(call_id), Some(name)) = (call_id, name) else {
         return Ok(None);
     };
-    if !dumps.call1((&args,))?.eq(&text)? || args.contains(raw_key)? {
+    let c = classes(py)?;
+    let Some(args) = arguments(c, &text, loads, dumps, raw_key)? else {
         return Ok(None);
-    }
-    tool_use.bind(py).call1((call_id, name, args)).map(Some)
+    };
+    tool_use(c, &call_id, &name, args.as_any()).map(Some)
 }
 
 /// The Chat Completions dicts of `message` in a common shape (see the module docs), or
@@ -301,7 +278,7 @@ pub fn chat_render<'py>(
             }
             let function = PyDict::new(py);
             function.set_item(intern!(py, "name"), call.getattr(intern!(py, "name"))?)?;
-            function.set_item(intern!(py, "arguments"), dumps.call1((input,))?)?;
+            function.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
             let item = PyDict::new(py);
             item.set_item(intern!(py, "id"), call.getattr(intern!(py, "id"))?)?;
             item.set_item(intern!(py, "type"), intern!(py, "function"))?;

@@ -10,8 +10,9 @@
 //! - reading tries msgspec's decoder and hands whatever it refuses to `json.loads`, which then
 //!   decides (a value, or its own error);
 //! - writing uses msgspec's encoder only for values of exact plain-JSON types without a float
-//!   (`repr` writes `1e+16` where msgspec writes `1e16`; nothing else differs, checked by
-//!   `tests/formats/test_formats.py`), and `json.dumps` for anything else.
+//!   or a long integer (`repr` writes `1e+16` where msgspec writes `1e16`; `json` refuses to
+//!   print an integer of thousands of digits), [`same_json`], and `json.dumps` for anything
+//!   else.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -68,7 +69,7 @@ pub fn json_loads<'py>(text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> 
 pub fn compact_json<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
     let py = value.py();
     let c = codecs(py)?;
-    if same_in_msgspec(classes(py)?, value, 0) {
+    if same_json(classes(py)?, value, 0) {
         let encoded = c.encode.bind(py).call1((value,))?.cast_into::<PyBytes>()?;
         // msgspec writes UTF-8 (the strings were checked to be valid).
         if let Ok(text) = std::str::from_utf8(encoded.as_bytes()) {
@@ -82,8 +83,10 @@ pub fn compact_json<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyStr
 }
 
 /// Whether msgspec writes `value` exactly as `json.dumps` does: exact plain-JSON types (a
-/// frozen dict or list counts), `str` keys, valid UTF-8, no float.
-fn same_in_msgspec(c: &Classes, value: &Bound<'_, PyAny>, depth: u32) -> bool {
+/// frozen dict or list counts), `str` keys, valid UTF-8, integers that fit 64 bits (`json`
+/// refuses to print very long ones), no float. The two escape every character alike
+/// (`tests/formats/test_formats.py` checks each one).
+pub fn same_json(c: &Classes, value: &Bound<'_, PyAny>, depth: u32) -> bool {
     let py = value.py();
     if let Ok(s) = value.cast_exact::<PyString>() {
         return s.to_str().is_ok();
@@ -91,8 +94,8 @@ fn same_in_msgspec(c: &Classes, value: &Bound<'_, PyAny>, depth: u32) -> bool {
     if value.is_none() || value.is_exact_instance_of::<PyBool>() {
         return true;
     }
-    if value.is_exact_instance_of::<PyInt>() {
-        return true;
+    if let Ok(int) = value.cast_exact::<PyInt>() {
+        return int.extract::<i64>().is_ok();
     }
     if depth >= MAX_DEPTH {
         return false;
@@ -104,17 +107,17 @@ fn same_in_msgspec(c: &Classes, value: &Bound<'_, PyAny>, depth: u32) -> bool {
         };
         return dict.iter().all(|(k, v)| {
             k.cast_exact::<PyString>().is_ok_and(|k| k.to_str().is_ok())
-                && same_in_msgspec(c, &v, depth + 1)
+                && same_json(c, &v, depth + 1)
         });
     }
     if value.is_exact_instance_of::<PyList>() || ty.is(c.frozen_list.bind(py)) {
         let Ok(list) = value.cast::<PyList>() else {
             return false;
         };
-        return list.iter().all(|v| same_in_msgspec(c, &v, depth + 1));
+        return list.iter().all(|v| same_json(c, &v, depth + 1));
     }
     if let Ok(tuple) = value.cast_exact::<PyTuple>() {
-        return tuple.iter().all(|v| same_in_msgspec(c, &v, depth + 1));
+        return tuple.iter().all(|v| same_json(c, &v, depth + 1));
     }
     false
 }

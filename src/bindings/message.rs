@@ -39,7 +39,7 @@ use super::untrack::untrack;
 const MAX_DEPTH: u32 = 200;
 
 /// A string the encoder accepts: valid UTF-8 (no lone surrogates).
-fn plain_str(s: &Bound<'_, PyString>) -> bool {
+pub(super) fn plain_str(s: &Bound<'_, PyString>) -> bool {
     s.to_str().is_ok()
 }
 

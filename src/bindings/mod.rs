@@ -15,6 +15,8 @@ mod json;
 mod log;
 mod message;
 mod render;
+mod responses;
+mod shapes;
 mod slots;
 mod text;
 mod tokens;
@@ -30,7 +32,7 @@ use pyo3::prelude::*;
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
-    use super::anthropic::anthropic_render;
+    use super::anthropic::{anthropic_fast_prefix, anthropic_render};
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
     #[pymodule_export]
@@ -46,6 +48,8 @@ mod core_module {
     };
     #[pymodule_export]
     use super::render::{copy_renderings, join_renderings, kept_rendering};
+    #[pymodule_export]
+    use super::responses::{responses_fast_prefix, responses_render};
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]

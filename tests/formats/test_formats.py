@@ -52,10 +52,11 @@ from ctxtrim.formats import (
     to_openai_chat,
     to_openai_chat_json,
     to_openai_responses,
+    to_openai_responses_json,
 )
 from ctxtrim.strategies import TruncateToolOutputs
 
-from strategies import histories, json_values, messages
+from strategies import histories, json_dicts, json_values, messages
 
 SESSIONS = Path(__file__).resolve().parents[2] / "examples" / "sessions"
 PNG = base64.b64decode("iVBORw0KGgo=")
@@ -1066,3 +1067,227 @@ def test_the_fast_anthropic_renderer_renders_what_the_general_renderer_renders(
         m.setattr(anthropic, "_render_fast", lambda message: None)
         general = _anthropic_json(ms)
     assert fast == general
+
+
+@PROPS
+@given(data=st.data())
+def test_the_fast_anthropic_reader_makes_what_the_general_reader_makes(
+    data: st.DataObject,
+) -> None:
+    # Common shapes are read in the core; the result must be identical, meta included, on
+    # histories, arbitrary messages, and payloads with odd fields on some entries only, so
+    # that the core's prefix stops midway and the loop goes on from there.
+    ms = data.draw(st.one_of(histories(), st.lists(messages(), max_size=6)))
+    try:
+        payload = to_anthropic(ms)
+    except InvalidMessage:
+        return  # not expressible (a system message mid-conversation, an assistant image)
+    which = data.draw(
+        st.lists(
+            st.booleans(), min_size=len(payload["messages"]), max_size=len(payload["messages"])
+        )
+    )
+    for odd in (None, "extra", "block_extra", "explicit_false", "string", "system_list"):
+        _check_fast_anthropic_reader(copy.deepcopy(payload), odd, which)
+
+
+def _check_fast_anthropic_reader(
+    payload: dict[str, Any], odd: str | None, which: list[bool]
+) -> None:
+    from ctxtrim.formats import anthropic
+
+    if odd == "system_list" and isinstance(payload.get("system"), str):
+        payload["system"] = [{"type": "text", "text": payload["system"]}]
+    for item, changed in zip(payload["messages"], which, strict=True):
+        if not changed:
+            continue
+        parts = item["content"] if isinstance(item["content"], list) else []
+        if odd == "extra":
+            item["id"] = "msg_1"
+        elif odd == "block_extra" and parts:
+            parts[-1]["cache_control"] = {"type": "ephemeral"}
+        elif odd == "explicit_false":
+            for part in parts:
+                if part["type"] == "tool_result" and "is_error" not in part:
+                    part["is_error"] = False
+        elif odd == "string" and len(parts) == 1 and parts[0]["type"] == "text":
+            item["content"] = parts[0]["text"]
+    fast = _read(from_anthropic, payload)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(anthropic, "_fast_prefix", lambda system, items: ([], 0))
+        general = _read(from_anthropic, payload)
+    assert fast == general
+
+
+@PROPS
+@given(data=st.data())
+def test_the_fast_responses_reader_makes_what_the_general_reader_makes(
+    data: st.DataObject,
+) -> None:
+    # As for Anthropic, with Responses' grouping: consecutive assistant-side items make one
+    # message and consecutive outputs another, so the prefix may stop inside a group.
+    ms = data.draw(st.one_of(histories(), st.lists(messages(), max_size=6)))
+    try:
+        payload = to_openai_responses(ms)
+    except InvalidMessage:
+        return  # not expressible (an image in an assistant message)
+    which = data.draw(st.lists(st.booleans(), min_size=len(payload), max_size=len(payload)))
+    for odd in (None, "extra", "short", "string", "one_part", "developer", "spaced", "split"):
+        _check_fast_responses_reader(copy.deepcopy(payload), odd, which)
+
+
+def _check_fast_responses_reader(
+    payload: list[dict[str, Any]], odd: str | None, which: list[bool]
+) -> None:
+    from ctxtrim.formats import openai_responses
+
+    items: list[dict[str, Any]] = []
+    for item, changed in zip(payload, which, strict=True):
+        items.append(item)
+        if not changed:
+            continue
+        is_message = item.get("type") == "message"
+        content = item.get("content")
+        if odd == "extra":
+            item["id"] = "item_1"
+        elif odd == "short" and is_message:
+            del item["type"]
+        elif odd == "string" and is_message and isinstance(content, list) and len(content) == 1:
+            item["content"] = content[0].get("text", content[0])  # an image: an error
+        elif odd == "one_part" and is_message and isinstance(content, str):
+            item["content"] = [{"type": "input_text", "text": content}]
+        elif odd == "developer" and item.get("role") == "system":
+            item["role"] = "developer"
+        elif odd == "spaced" and item.get("type") == "function_call":
+            item["arguments"] = json.dumps(json.loads(item["arguments"]))
+        elif odd == "split" and is_message and isinstance(content, list) and len(content) > 1:
+            # Two text runs in a row: a segmentation the canonical one would not give.
+            items.append({**item, "content": content[1:]})
+            item["content"] = content[:1]
+    fast = _read(from_openai_responses, items)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_responses, "_fast_prefix", lambda items: ([], 0))
+        general = _read(from_openai_responses, items)
+    assert fast == general
+
+
+def _read(read: Callable[[Any], list[Message]], payload: Any) -> Any:
+    """The messages read with their metas, or the error's path and text (the general
+    reader's, whichever path read the items before it)."""
+    try:
+        ms = read(payload)
+    except InvalidMessage as e:
+        return f"{e.path}: {e}"
+    return ms, [m.meta for m in ms]
+
+
+def _responses_json(ms: list[Message]) -> bytes | str:
+    """``to_openai_responses_json`` of fresh copies (no kept rendering), or the error's text."""
+    try:
+        return to_openai_responses_json([Message.decode(m.encode()) for m in ms])
+    except InvalidMessage as e:
+        return f"{e.path}: {e}"
+
+
+@PROPS
+@given(
+    ms=st.one_of(histories(), st.lists(messages(), max_size=6)),
+    short=st.lists(st.tuples(st.sampled_from(["user", "assistant", "system"]), st.text())),
+)
+def test_the_fast_responses_renderer_renders_what_the_general_renderer_renders(
+    ms: list[Message], short: list[tuple[str, str]]
+) -> None:
+    # Messages in common shapes are rendered in the core; the bytes must be the general
+    # renderer's, key order included, and anything else (images, recorded fields, arguments
+    # kept as text) must still reach the general one. Short-form messages carry the one
+    # record the core renders.
+    from ctxtrim.formats import openai_responses
+
+    ms = ms + [
+        from_openai_responses([{"role": role, "content": text}])[0]
+        for role, text in short
+        if not _has_surrogate(text)
+    ]
+    fast = _responses_json(ms)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_responses, "render_common", lambda message: None)
+        general = _responses_json(ms)
+    assert fast == general
+
+
+def _has_surrogate(text: str) -> bool:
+    return any(0xD800 <= ord(ch) <= 0xDFFF for ch in text)
+
+
+@PROPS
+@given(
+    args=json_dicts(max_leaves=8),
+    form=st.sampled_from(["compact", "spaced", "ascii", "msgspec", "duplicate", "deep"]),
+)
+def test_tool_arguments_are_read_as_the_general_readers_read_them(
+    args: dict[str, Any], form: str
+) -> None:
+    # The core takes arguments text without the general reader only when it is exactly the
+    # canonical text of an object; anything else (other spacing or escapes, msgspec's float
+    # spelling, a repeated key, nesting json finds too deep) must give the general result.
+    from ctxtrim.formats import openai_chat, openai_responses
+
+    try:
+        text = {
+            "compact": lambda: json.dumps(args, ensure_ascii=False, separators=(",", ":")),
+            "spaced": lambda: json.dumps(args, ensure_ascii=False),
+            "ascii": lambda: json.dumps(args, separators=(",", ":")),
+            "msgspec": lambda: msgspec.json.encode(args).decode(),
+            "duplicate": lambda: '{"k":1,' + json.dumps(args, separators=(",", ":"))[1:],
+            "deep": lambda: '{"k":' + "[" * 70 + "]" * 70 + "}",
+        }[form]()
+    except (msgspec.EncodeError, UnicodeEncodeError):
+        return  # a lone surrogate: no such text comes from JSON
+    chat = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": text}}
+            ],
+        }
+    ]
+    responses = [{"type": "function_call", "call_id": "c", "name": "f", "arguments": text}]
+    for read, module, off in (
+        (
+            from_openai_chat,
+            openai_chat,
+            {"_fast": lambda raw: None, "_fast_prefix": lambda items: ([], 0, [], 0)},
+        ),
+        (from_openai_responses, openai_responses, {"_fast_prefix": lambda items: ([], 0)}),
+    ):
+        payload = chat if module is openai_chat else responses
+        fast = _read(read, payload)
+        with pytest.MonkeyPatch.context() as m:
+            for name, value in off.items():
+                m.setattr(module, name, value)
+            general = _read(read, payload)
+        assert fast == general
+
+
+@PROPS
+@given(args=json_dicts(max_leaves=8))
+def test_tool_arguments_are_written_as_the_general_renderers_write_them(
+    args: dict[str, Any],
+) -> None:
+    # The core writes arguments with msgspec only where its text is the canonical one.
+    from ctxtrim.formats import openai_chat, openai_responses
+
+    try:
+        ms = [Message.assistant(tool_uses=[("c", "f", args)])]
+    except InvalidMessage:
+        return  # a lone surrogate: not a message
+    for to_json, module, name in (
+        (_chat_json, openai_chat, "_render_fast"),
+        (_responses_json, openai_responses, "render_common"),
+    ):
+        fast = to_json(ms)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(module, name, lambda message: None)
+            general = to_json(ms)
+        assert fast == general

@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -111,3 +112,14 @@ def test_compact_json_refuses_a_cycle_as_json_dumps_does() -> None:
 @given(value=json_values())
 def test_compact_json_writes_what_json_dumps_writes(value: Any) -> None:
     assert _core.compact_json(value) == _DUMPS(value)
+
+
+def test_msgspec_writes_every_character_as_the_canonical_arguments_encoder_does() -> None:
+    # The core reads and writes tool arguments with msgspec wherever its JSON is the
+    # canonical encoder's (no floats, no integers beyond 64 bits): that rests on the two
+    # escaping every character alike. Lone surrogates are no message's (msgspec refuses them).
+    text = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    assert msgspec.json.encode(text) == _DUMPS(text).encode()
+    values: list[Any] = [0, -1, 2**63 - 1, -(2**63), True, False, None, [], {}, {"a": [1, {}]}]
+    for value in values:
+        assert msgspec.json.encode(value) == _DUMPS(value).encode()

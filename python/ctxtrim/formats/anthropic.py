@@ -211,6 +211,18 @@ def _content(value: Any, path: str, role: str, unit: Unit) -> list[Block]:
     return blocks
 
 
+#: The common shapes read without the general reader, in the core: a string system prompt,
+#: then ``user``/``assistant`` messages with exactly ``role`` and ``content``, the content a
+#: string or a list of text blocks, tool calls (assistant) and tool results (user) whose
+#: content is a string or text blocks and whose ``is_error``, if given, is true, each block
+#: with exactly the keys read below. These need no record but the string form, so each
+#: message is exactly what the general reader makes; the first message in any other shape
+#: (or with a value a constructor refuses) ends the prefix, and the loop goes on from there,
+#: recording what it must or naming what is wrong. ``(messages, next)``; nothing is read
+#: when a system prompt is given that the core leaves to the general reader.
+_fast_prefix: Callable[[Any, list[Any]], tuple[list[Message], int]] = _core.anthropic_fast_prefix
+
+
 def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
     """Anthropic messages → ctxtrim messages.
 
@@ -232,8 +244,10 @@ def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
             system = data["system"]
         data = data["messages"]
     items = expect_list(data, "messages")
-    out: list[Message] = []
-    if system is not None:
+    # The longest prefix in common shapes (a string system prompt first) is read in the core;
+    # the loop below takes the rest.
+    out, start = _fast_prefix(system, items)
+    if system is not None and not out:  # a system prompt the core leaves to this reader
         unit: Unit = {"t": "message", "n": 0}
         if isinstance(system, str):
             blocks: list[Block] = [TextBlock(expect_str(system, "system"))]
@@ -243,7 +257,10 @@ def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
                 unit["form"] = "list"
         unit["n"] = len(blocks)
         out.append(make_message("system", blocks, [unit], key=KEY, default=_default, path="system"))
-    for i, raw in enumerate(items):
+        more, start = _fast_prefix(None, items)
+        out += more
+    for i in range(start, len(items)):
+        raw = items[i]
         path = f"messages[{i}]"
         msg = expect_dict(raw, path)
         role = expect_str(required(msg, "role", path), f"{path}.role")

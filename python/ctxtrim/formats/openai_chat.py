@@ -44,6 +44,8 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    ARGUMENTS_DUMPS,
+    ARGUMENTS_LOADS,
     RAW_ARGUMENTS,
     Renderings,
     Unit,
@@ -175,10 +177,8 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
-#: ``json.loads``, and ``json.dumps`` in ``dumps_arguments``' compact form, at msgspec's
-#: speed (the core hands msgspec only what both read or write alike).
-_loads = _core.json_loads
-_dumps = _core.compact_json
+_loads = ARGUMENTS_LOADS
+_dumps = ARGUMENTS_DUMPS
 
 #: The common shapes read without the general reader, in the core: a ``system``/``user``
 #: message whose content is a string, an ``assistant`` one with string or null content and

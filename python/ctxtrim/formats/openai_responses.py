@@ -31,9 +31,11 @@ so ``to_openai_responses(from_openai_responses(items)) == items``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.messages import (
     Block,
@@ -46,6 +48,9 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    ARGUMENTS_DUMPS,
+    ARGUMENTS_LOADS,
+    RAW_ARGUMENTS,
     Renderings,
     Unit,
     build,
@@ -61,7 +66,6 @@ from ._common import (
     make_message,
     merge_keys,
     part_record,
-    raw_arguments,
     required,
     units_for,
 )
@@ -157,7 +161,8 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
     if isinstance(items, str):  # the API's shorthand for one user message
         items = [{"role": "user", "content": items}]
     seq = expect_list(items, "input")
-    out: list[Message] = []
+    # The longest prefix in common shapes is read in the core; the loop below takes the rest.
+    out, start = _fast_prefix(seq)
     group: list[Block] = []
     units: list[Unit] = []
     group_role = ""
@@ -186,7 +191,8 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
             flush()
             group_role, group_path = role, path
 
-    for i, raw in enumerate(seq):
+    for i in range(start, len(seq)):
+        raw = seq[i]
         path = f"input[{i}]"
         item = expect_dict(raw, path)
         kind = item.get("type")
@@ -320,87 +326,45 @@ def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# One item, one message: the shapes of an agent loop, without the general reader/renderer
-
-
-_CALL_KEYS = frozenset({"type", "call_id", "name", "arguments"})
-_OUTPUT_KEYS = frozenset({"type", "call_id", "output"})
-_SHORT_KEYS = frozenset({"role", "content"})
-
-
-def read_common_item(data: dict[str, Any]) -> Message | None:
-    """The message ``from_openai_responses([data])`` makes of the one item ``data``, built
-    directly for the items an agent loop is made of (a function call, its text output, a
-    ``{"role", "content"}`` message with text), or None. For callers that keep one message
-    per item (the openai-agents session): the general reader costs ~10-20 µs an item. Equal
-    to the reader's message and renders back to ``data`` (both checked on generated items by
-    tests/integrations/test_integration_openai_agents.py)."""
-    keys = data.keys()
-    kind = data.get("type")
-    if kind == "function_call" and keys == _CALL_KEYS:
-        call_id, name, raw = data["call_id"], data["name"], data["arguments"]
-        if not (type(call_id) is str and call_id and type(name) is str and name):
-            return None
-        if type(raw) is not str or not raw.startswith("{"):
-            return None
-        try:
-            args = loads_arguments(raw, "arguments")
-        except InvalidMessage:
-            return None
-        if dumps_arguments(args) != raw:
-            return None  # kept byte-exact in meta by the converter
-        return Message("assistant", (ToolUseBlock(call_id, name, args),))
-    if kind == "function_call_output" and keys == _OUTPUT_KEYS:
-        call_id, output = data["call_id"], data["output"]
-        if type(call_id) is str and call_id and type(output) is str:
-            return Message("user", (ToolResultBlock(call_id, output),))
-        return None
-    if kind is None and keys == _SHORT_KEYS:
-        role, content = data["role"], data["content"]
-        if type(content) is str and role in ("user", "assistant"):
-            unit: dict[str, Any] = {"t": "message", "n": 1, "short": True}
-            if role == "assistant":
-                unit["form"] = "str"
-            return Message(role, (TextBlock(content),), meta={KEY: [unit]})
-    return None
+# Common shapes, read and rendered in the core
 
 
 _SHORT_USER = {KEY: [{"t": "message", "n": 1, "short": True}]}
 _SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}]}
 
+#: The common shapes read without the general reader, in the core: ``message`` items (and
+#: the short ``{"role", "content"}`` form) of role user, system or assistant whose content is
+#: a string or text parts with exactly ``type`` and ``text``; ``function_call`` items whose
+#: ``arguments`` are the compact JSON of an object (parsed and re-encoded with the functions
+#: the general reader uses); ``function_call_output`` items with a string output. Grouped
+#: into messages as the loop below groups them, each with the record it writes, so the
+#: result is exactly the general reader's. The first item in any other shape (extra keys, a
+#: ``developer`` role, reasoning, images, odd arguments, bad values) ends the prefix, at the
+#: first item of the message it would join: ``(messages, next)``.
+_fast_prefix: Callable[[list[Any]], tuple[list[Message], int]] = functools.partial(
+    _core.responses_fast_prefix, ARGUMENTS_LOADS, ARGUMENTS_DUMPS, RAW_ARGUMENTS
+)
 
-def render_common(m: Message) -> list[dict[str, Any]] | None:
-    """``_render(m)`` built directly for the messages :func:`read_common_item` makes (a call, a
-    text output, a short text message), or None. ``_render`` tries it first; a session's
-    ``get_items``, which renders every message fresh from its store, calls it directly (the
-    general renderer costs a few µs a message, this a fraction; equal output: checked on
-    generated messages by tests/integrations/test_integration_openai_agents.py)."""
-    content = m.content
-    if len(content) != 1:
-        return None
-    b = content[0]
-    meta = m.meta
-    if meta is None:
-        if type(b) is ToolUseBlock and m.role == "assistant":
-            if raw_arguments(b.input) is not None:
-                return None
-            args = dumps_arguments(b.input)
-            return [{"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}]
-        if (
-            type(b) is ToolResultBlock
-            and m.role == "user"
-            and type(b.content) is str
-            and not b.is_error
-            and b.compact_summary is None
-        ):
-            return [{"type": "function_call_output", "call_id": b.tool_use_id, "output": b.content}]
-        return None
-    if type(b) is TextBlock and (
-        (m.role == "user" and meta == _SHORT_USER)
-        or (m.role == "assistant" and meta == _SHORT_ASSISTANT)
-    ):
-        return [{"role": m.role, "content": b.text}]
-    return None
+
+def read_common_item(data: dict[str, Any]) -> Message | None:
+    """The message ``from_openai_responses([data])`` makes of the one item ``data``, read in
+    the core for the items an agent loop is made of (a function call, its text output, a
+    message with text), or None. For callers that keep one message per item (the
+    openai-agents session; checked against the general reader on generated items by
+    tests/integrations/test_integration_openai_agents.py)."""
+    read, n = _fast_prefix([data])
+    return read[0] if n == 1 else None
+
+
+#: ``_render(m)`` built in the core for a message in a common shape (text, tool calls,
+#: string tool results, reasoning; no recorded fields, or only the short form of one text),
+#: or None. ``_render`` tries it first; a session's ``get_items``, which renders every
+#: message fresh from its store, calls it directly. The same items as the general renderer,
+#: key order included (tests/formats/test_formats.py and
+#: tests/integrations/test_integration_openai_agents.py).
+render_common: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
+    _core.responses_render, ARGUMENTS_DUMPS, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
+)
 
 
 def _render(m: Message, path: str) -> list[dict[str, Any]]:

@@ -1,0 +1,484 @@
+//! OpenAI Responses' most common shapes, read and rendered without the general Python code.
+//!
+//! `responses_fast_prefix` reads the longest prefix of a list of input items in which each
+//! item has a common shape: a `message` item (or its short `{"role", "content"}` form) of
+//! role `user`, `system` or `assistant` whose content is a string or a list of text parts
+//! (`input_text`, `output_text` for the assistant) with exactly `type` and `text`; a
+//! `function_call` whose `arguments` are the compact JSON of an object (parsed and re-encoded
+//! with the general reader's own JSON functions, as in `chat.rs`); a `function_call_output`
+//! whose output is a string. Items are grouped as the general reader in
+//! `ctxtrim.formats.openai_responses` groups them (consecutive assistant-side items into one
+//! assistant message, consecutive outputs into one user message), and a message gets the
+//! record that reader writes (the short form, a string or one-part list content, a
+//! segmentation the canonical one would not give), so it is exactly what that reader makes.
+//! The first item in any other shape ends the prefix, at the start of the message it would
+//! belong to, and the general reader goes on from there.
+//!
+//! `responses_render` is the other direction: a message with no recorded fields whose blocks
+//! are text, tool calls, string tool results or reasoning (or a message of one text block
+//! recorded as the short form only) becomes the input items the general renderer makes for
+//! it, in the same key order, so the kept JSON bytes are the same; anything else is `None`.
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+
+use super::convert::{classes, Classes};
+use super::shapes::{
+    arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use,
+};
+
+/// The `Message.meta` key of the general reader's record.
+const KEY: &str = "openai_responses";
+
+/// Which message an item joins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// A user or system message item: a message of its own.
+    Own,
+    /// Reasoning, an assistant message, a function call: the assistant message of the run.
+    Assistant,
+    /// A function call output: the user message of the run.
+    Results,
+}
+
+/// One item's record, as the general reader writes it (`{"t", "n", "short"?, "form"?}`).
+struct Unit {
+    kind: &'static str,
+    n: usize,
+    short: bool,
+    form: Option<&'static str>,
+}
+
+impl Unit {
+    fn new(kind: &'static str) -> Self {
+        Self {
+            kind,
+            n: 1,
+            short: false,
+            form: None,
+        }
+    }
+
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item(intern!(py, "t"), self.kind)?;
+        d.set_item(intern!(py, "n"), self.n)?;
+        if self.short {
+            d.set_item(intern!(py, "short"), true)?;
+        }
+        if let Some(form) = self.form {
+            d.set_item(intern!(py, "form"), form)?;
+        }
+        Ok(d)
+    }
+}
+
+/// One item read: which message it joins, its role (for an `Own` item), blocks and record.
+struct Item<'py> {
+    side: Side,
+    role: Option<Bound<'py, PyString>>,
+    blocks: Vec<Bound<'py, PyAny>>,
+    unit: Unit,
+}
+
+/// The message being gathered: its role, blocks and records.
+struct Group<'py> {
+    role: Bound<'py, PyString>,
+    blocks: Vec<Bound<'py, PyAny>>,
+    units: Vec<Unit>,
+}
+
+impl<'py> Group<'py> {
+    /// The message, with the record the general reader keeps when the canonical rendering
+    /// would lose something: a unit with a field besides `t` and `n`, or two text runs in a
+    /// row (the canonical segmentation joins them).
+    fn message(self, c: &Classes) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.role.py();
+        let needed = self.units.iter().any(|u| u.short || u.form.is_some())
+            || self
+                .units
+                .windows(2)
+                .any(|w| w[0].kind == "message" && w[1].kind == "message");
+        let blocks = PyTuple::new(py, self.blocks)?;
+        if !needed {
+            return c.message.bind(py).call1((self.role, blocks));
+        }
+        let units = PyList::empty(py);
+        for unit in &self.units {
+            units.append(unit.to_dict(py)?)?;
+        }
+        let meta = PyDict::new(py);
+        meta.set_item(KEY, units)?;
+        let options = PyDict::new(py);
+        options.set_item(intern!(py, "meta"), meta)?;
+        c.message.bind(py).call((self.role, blocks), Some(&options))
+    }
+}
+
+/// The longest prefix of `items` in common shapes (see the module docs), as messages, and the
+/// index of the first item left for the general reader: `(messages, next)`, `next` the first
+/// item of the message that item belongs to. `loads`/`dumps` are the general reader's JSON
+/// functions and `raw_key` its marker for arguments kept as text (first, so that
+/// `functools.partial` binds them).
+#[pyfunction]
+pub fn responses_fast_prefix<'py>(
+    loads: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+    items: &Bound<'py, PyList>,
+) -> PyResult<(Bound<'py, PyList>, usize)> {
+    let py = items.py();
+    let c = classes(py)?;
+    let out = PyList::empty(py);
+    // The open message (`Side::Assistant` or `Side::Results`) and the index of its first item.
+    let mut open: Option<(Side, usize, Group<'py>)> = None;
+    let mut i = 0;
+    while i < items.len() {
+        let read = stop_on_invalid(py, read_item(c, &items.get_item(i)?, loads, dumps, raw_key))?;
+        let Some(item) = read else {
+            // The general reader takes this item, and reads the open message again from its
+            // first item (this one may belong to it).
+            return Ok((out, open.map_or(i, |(_, start, _)| start)));
+        };
+        if open.as_ref().is_some_and(|(side, _, _)| *side != item.side) {
+            if let Some((_, start, group)) = open.take() {
+                if !emit(c, &out, group)? {
+                    return Ok((out, start));
+                }
+            }
+        }
+        if item.side == Side::Own {
+            let role = item.role.unwrap_or_else(|| intern!(py, "user").clone());
+            let group = Group {
+                role,
+                blocks: item.blocks,
+                units: vec![item.unit],
+            };
+            if !emit(c, &out, group)? {
+                return Ok((out, i));
+            }
+        } else {
+            let (_, _, group) = open.get_or_insert_with(|| {
+                let role = match item.side {
+                    Side::Assistant => intern!(py, "assistant"),
+                    _ => intern!(py, "user"),
+                };
+                let group = Group {
+                    role: role.clone(),
+                    blocks: Vec::with_capacity(2),
+                    units: Vec::with_capacity(2),
+                };
+                (item.side, i, group)
+            });
+            group.blocks.extend(item.blocks);
+            group.units.push(item.unit);
+        }
+        i += 1;
+    }
+    if let Some((_, start, group)) = open {
+        if !emit(c, &out, group)? {
+            return Ok((out, start));
+        }
+    }
+    Ok((out, i))
+}
+
+/// Appends `group`'s message to `out`; false if its constructor refused it (the general
+/// reader then reads it again and names the problem).
+fn emit<'py>(c: &Classes, out: &Bound<'py, PyList>, group: Group<'py>) -> PyResult<bool> {
+    let py = out.py();
+    match stop_on_invalid(py, group.message(c).map(Some))? {
+        Some(message) => out.append(message).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+fn read_item<'py>(
+    c: &Classes,
+    item: &Bound<'py, PyAny>,
+    loads: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+) -> PyResult<Option<Item<'py>>> {
+    let py = item.py();
+    let Ok(item) = item.cast_exact::<PyDict>() else {
+        return Ok(None);
+    };
+    let kind = get(item, intern!(py, "type"))?;
+    let Some(kind) = kind else {
+        // The short form: exactly `role` and `content`.
+        if item.len() != 2 {
+            return Ok(None);
+        }
+        return read_message(c, item, true);
+    };
+    let Some(kind) = tag(Some(&kind)) else {
+        return Ok(None);
+    };
+    match kind.to_str() {
+        Ok("message") if item.len() == 3 => read_message(c, item, false),
+        Ok("function_call") if item.len() == 4 => {
+            let call_id = get(item, intern!(py, "call_id"))?;
+            let name = get(item, intern!(py, "name"))?;
+            let Some(raw) = text(get(item, intern!(py, "arguments"))?.as_ref()).cloned() else {
+                return Ok(None);
+            };
+            if !nonempty(call_id.as_ref()) || !nonempty(name.as_ref()) {
+                return Ok(None);
+            }
+            let Some(args) = arguments(c, &raw, loads, dumps, raw_key)? else {
+                return Ok(None);
+            };
+            let (Some(call_id), Some(name)) = (call_id, name) else {
+                return Ok(None);
+            };
+            let block = tool_use(c, &call_id, &name, args.as_any())?;
+            Ok(Some(Item {
+                side: Side::Assistant,
+                role: None,
+                blocks: vec![block],
+                unit: Unit::new("call"),
+            }))
+        }
+        Ok("function_call_output") if item.len() == 3 => {
+            let call_id = get(item, intern!(py, "call_id"))?;
+            let output = get(item, intern!(py, "output"))?;
+            let Some(output) = text(output.as_ref()) else {
+                return Ok(None);
+            };
+            if !nonempty(call_id.as_ref()) {
+                return Ok(None);
+            }
+            let block = c.tool_result.bind(py).call1((call_id, output))?;
+            Ok(Some(Item {
+                side: Side::Results,
+                role: None,
+                blocks: vec![block],
+                unit: Unit::new("output"),
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A `message` item (`short`: its `{"role", "content"}` form), its keys already counted.
+fn read_message<'py>(
+    c: &Classes,
+    item: &Bound<'py, PyDict>,
+    short: bool,
+) -> PyResult<Option<Item<'py>>> {
+    let py = item.py();
+    let Some(role) = tag(get(item, intern!(py, "role"))?.as_ref()) else {
+        return Ok(None);
+    };
+    let assistant = match role.to_str() {
+        Ok("assistant") => true,
+        Ok("user" | "system") => false,
+        _ => return Ok(None), // `developer` is recorded: the general reader's
+    };
+    let Some(content) = get(item, intern!(py, "content"))? else {
+        return Ok(None);
+    };
+    let mut unit = Unit::new("message");
+    unit.short = short;
+    let blocks = if let Some(content) = text(Some(&content)) {
+        if assistant {
+            unit.form = Some("str");
+        }
+        vec![c.text.bind(py).call1((content,))?]
+    } else if let Ok(parts) = content.cast_exact::<PyList>() {
+        let part_type = if assistant {
+            "output_text"
+        } else {
+            "input_text"
+        };
+        let mut blocks = Vec::with_capacity(parts.len());
+        for part in parts.iter() {
+            let Ok(part) = part.cast_exact::<PyDict>() else {
+                return Ok(None);
+            };
+            if part.len() != 2 || !is_tag(get(part, intern!(py, "type"))?.as_ref(), part_type) {
+                return Ok(None);
+            }
+            let Some(t) = text(get(part, intern!(py, "text"))?.as_ref()).cloned() else {
+                return Ok(None);
+            };
+            blocks.push(c.text.bind(py).call1((t,))?);
+        }
+        match blocks.len() {
+            0 => return Ok(None), // an empty run of text: the general reader's
+            1 if !assistant => unit.form = Some("list"),
+            _ => {}
+        }
+        blocks
+    } else {
+        return Ok(None);
+    };
+    unit.n = blocks.len();
+    Ok(Some(Item {
+        side: if assistant {
+            Side::Assistant
+        } else {
+            Side::Own
+        },
+        role: (!assistant).then_some(role),
+        blocks,
+        unit,
+    }))
+}
+
+/// The Responses input items of `message` in a common shape (see the module docs), or `None`
+/// for the general renderer. `dumps` is its canonical tool-arguments encoder, `raw_key` its
+/// marker for arguments kept as text, and `short_user`/`short_assistant` the records of the
+/// short form of a user/assistant message of one text (first, for `functools.partial`).
+#[pyfunction]
+pub fn responses_render<'py>(
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+    short_user: &Bound<'py, PyAny>,
+    short_assistant: &Bound<'py, PyAny>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = message.py();
+    let c = classes(py)?;
+    if !message.get_type().is(c.message.bind(py)) {
+        return Ok(None);
+    }
+    let role = message.getattr(intern!(py, "role"))?;
+    let role_str = role.cast_exact::<PyString>()?.to_str()?;
+    let assistant = role_str == "assistant";
+    let content = message.getattr(intern!(py, "content"))?;
+    let blocks = content.cast_exact::<PyTuple>()?;
+    let is =
+        |block: &Bound<'py, PyAny>, ty: &Py<pyo3::types::PyType>| block.get_type().is(ty.bind(py));
+    let meta = message.getattr(intern!(py, "meta"))?;
+    let out = PyList::empty(py);
+    if !meta.is_none() {
+        // Only the short form of one text, as the general reader records it.
+        let short = match role_str {
+            "user" => short_user,
+            "assistant" => short_assistant,
+            _ => return Ok(None),
+        };
+        if blocks.len() != 1 || !is(&blocks.get_item(0)?, &c.text) || !meta.eq(short)? {
+            return Ok(None);
+        }
+        let item = PyDict::new(py);
+        item.set_item(intern!(py, "role"), &role)?;
+        item.set_item(
+            intern!(py, "content"),
+            blocks.get_item(0)?.getattr(intern!(py, "text"))?,
+        )?;
+        out.append(item)?;
+        return Ok(Some(out));
+    }
+    let mut texts: Vec<Bound<'py, PyAny>> = Vec::new();
+    let flush = |texts: &mut Vec<Bound<'py, PyAny>>, always: bool| -> PyResult<()> {
+        if texts.is_empty() && !always {
+            return Ok(());
+        }
+        let content = if texts.len() == 1 && !assistant {
+            texts.pop().unwrap_or_else(|| py.None().into_bound(py))
+        } else {
+            let part_type = if assistant {
+                intern!(py, "output_text")
+            } else {
+                intern!(py, "input_text")
+            };
+            let parts = PyList::empty(py);
+            for text in texts.drain(..) {
+                let part = PyDict::new(py);
+                part.set_item(intern!(py, "type"), part_type)?;
+                part.set_item(intern!(py, "text"), text)?;
+                parts.append(part)?;
+            }
+            parts.into_any()
+        };
+        let item = PyDict::new(py);
+        item.set_item(intern!(py, "type"), intern!(py, "message"))?;
+        item.set_item(intern!(py, "role"), &role)?;
+        item.set_item(intern!(py, "content"), content)?;
+        out.append(item)
+    };
+    if blocks.is_empty() {
+        flush(&mut texts, true)?; // the canonical rendering of no blocks: one empty message
+        return Ok(Some(out));
+    }
+    for block in blocks.iter() {
+        if is(&block, &c.text) {
+            texts.push(block.getattr(intern!(py, "text"))?);
+            continue;
+        }
+        flush(&mut texts, false)?;
+        match render_item(c, &block, dumps, raw_key)? {
+            Rendered::Item(item) => out.append(item)?,
+            Rendered::Nothing => {}
+            Rendered::General => return Ok(None),
+        }
+    }
+    flush(&mut texts, false)?;
+    Ok(Some(out))
+}
+
+/// What one non-text block renders as.
+enum Rendered<'py> {
+    Item(Bound<'py, PyDict>),
+    /// A redacted reasoning block: the Responses format cannot carry it.
+    Nothing,
+    /// Not a common shape: the general renderer.
+    General,
+}
+
+/// The input item of a tool call, a string tool result or a reasoning block.
+fn render_item<'py>(
+    c: &Classes,
+    block: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+) -> PyResult<Rendered<'py>> {
+    let py = block.py();
+    let ty = block.get_type();
+    let item = PyDict::new(py);
+    if ty.is(c.tool_use.bind(py)) {
+        let input = block.getattr(intern!(py, "input"))?;
+        if input.cast::<PyDict>()?.contains(raw_key)? {
+            return Ok(Rendered::General); // arguments kept as text
+        }
+        item.set_item(intern!(py, "type"), intern!(py, "function_call"))?;
+        item.set_item(intern!(py, "call_id"), block.getattr(intern!(py, "id"))?)?;
+        item.set_item(intern!(py, "name"), block.getattr(intern!(py, "name"))?)?;
+        item.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
+    } else if ty.is(c.tool_result.bind(py)) {
+        let output = block.getattr(intern!(py, "content"))?;
+        if output.cast_exact::<PyString>().is_err() {
+            return Ok(Rendered::General); // text and image parts
+        }
+        item.set_item(intern!(py, "type"), intern!(py, "function_call_output"))?;
+        let id = block.getattr(intern!(py, "tool_use_id"))?;
+        item.set_item(intern!(py, "call_id"), id)?;
+        item.set_item(intern!(py, "output"), output)?;
+    } else if ty.is(c.reasoning.bind(py)) {
+        let redacted = block.getattr(intern!(py, "redacted"))?;
+        if redacted.cast_exact::<PyBool>()?.is_true() {
+            return Ok(Rendered::Nothing);
+        }
+        let text = block.getattr(intern!(py, "text"))?;
+        let summary = PyList::empty(py);
+        if !text.cast_exact::<PyString>()?.to_str()?.is_empty() {
+            let part = PyDict::new(py);
+            part.set_item(intern!(py, "type"), intern!(py, "summary_text"))?;
+            part.set_item(intern!(py, "text"), text)?;
+            summary.append(part)?;
+        }
+        item.set_item(intern!(py, "type"), intern!(py, "reasoning"))?;
+        item.set_item(intern!(py, "summary"), summary)?;
+        let signature = block.getattr(intern!(py, "signature"))?;
+        if !signature.cast_exact::<PyString>()?.to_str()?.is_empty() {
+            item.set_item(intern!(py, "encrypted_content"), signature)?;
+        }
+    } else {
+        return Ok(Rendered::General); // images
+    }
+    Ok(Rendered::Item(item))
+}

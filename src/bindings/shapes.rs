@@ -1,0 +1,133 @@
+//! What the provider readers in the core (`chat.rs`, `anthropic.rs`, `responses.rs`) share:
+//! reading a payload dict's fields by exact type, tool-call arguments text, and handing
+//! anything the general Python reader must name back to it.
+//!
+//! A reader in the core only says yes to what the general reader accepts without recording
+//! anything; on anything else it stops, and the general reader records what it must or names
+//! what is wrong. So a value a check here does not like is never an error, only a stop.
+
+use pyo3::exceptions::{PyRecursionError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use super::convert::Classes;
+use super::json::same_json;
+use super::message::{frozen_json, nonempty_str, plain_str};
+
+/// `d[key]`, or `None` when absent.
+pub fn get<'py>(
+    d: &Bound<'py, PyDict>,
+    key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    d.get_item(key)
+}
+
+/// A value present and a non-empty, valid UTF-8 `str` (an id, a name).
+pub fn nonempty(value: Option<&Bound<'_, PyAny>>) -> bool {
+    value.is_some_and(nonempty_str)
+}
+
+/// The value as an exact `str` of valid UTF-8 (empty or not): text the readers take as it is.
+pub fn text<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyString>> {
+    value
+        .and_then(|v| v.cast_exact::<PyString>().ok())
+        .filter(|s| plain_str(s))
+}
+
+/// Whether the value is the exact `str` `expected` (a `type` or `role` tag).
+pub fn is_tag(value: Option<&Bound<'_, PyAny>>, expected: &str) -> bool {
+    value.is_some_and(|v| {
+        v.cast_exact::<PyString>()
+            .is_ok_and(|s| s.to_str().is_ok_and(|s| s == expected))
+    })
+}
+
+/// The value's text when it is an exact `str` (a tag to match on), else `None`.
+pub fn tag<'py>(value: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyString>> {
+    value.and_then(|v| v.cast_exact::<PyString>().ok().cloned())
+}
+
+/// Tool-call arguments text the general reader takes without recording it: the compact JSON
+/// of an object, exactly as `dumps` writes what `loads` reads (the general reader's own JSON
+/// functions, so "compact" means the same on both paths), and not the stand-in for
+/// arguments kept as text (`raw_key`, which renders as that text). The parsed object, or
+/// `None`. Text that does not parse raises the decoder's `ValueError` (or `RecursionError`),
+/// which [`stop_on_invalid`] turns into a stop.
+///
+/// Python's `json` costs over a microsecond a call either way, more than the rest of the
+/// message, so msgspec (a tenth of that) reads the text first: when its value is one whose
+/// JSON both encoders write alike ([`same_json`]) and msgspec writes exactly the text back,
+/// `dumps` would too, and `loads` would read the same value, so the answer is known.
+/// Anything else is decided by `loads` and `dumps` themselves.
+pub fn arguments<'py>(
+    c: &Classes,
+    text: &Bound<'py, PyString>,
+    loads: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+    raw_key: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let py = text.py();
+    if let Ok(value) = c.json_decode.bind(py).call1((text,)) {
+        if let Ok(args) = value.cast_into_exact::<PyDict>() {
+            if same_json(c, args.as_any(), 0) && !args.contains(raw_key)? {
+                let written = c.json_encode.bind(py).call1((&args,))?;
+                let written = written.cast::<PyBytes>()?;
+                if written.as_bytes() == text.to_str()?.as_bytes() {
+                    return Ok(Some(args));
+                }
+            }
+        }
+    }
+    let args = loads.call1((text,))?;
+    let Ok(args) = args.cast_into_exact::<PyDict>() else {
+        return Ok(None);
+    };
+    if !dumps.call1((&args,))?.eq(text)? || args.contains(raw_key)? {
+        return Ok(None);
+    }
+    Ok(Some(args))
+}
+
+/// A tool call's `input` as its canonical arguments text, what `dumps` (the general
+/// renderer's encoder) writes: msgspec's JSON when the two write it alike ([`same_json`]),
+/// else `dumps`' own.
+pub fn arguments_text<'py>(
+    c: &Classes,
+    input: &Bound<'py, PyAny>,
+    dumps: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = input.py();
+    if same_json(c, input, 0) {
+        if let Ok(written) = c.json_encode.bind(py).call1((input,)) {
+            if let Ok(text) = std::str::from_utf8(written.cast::<PyBytes>()?.as_bytes()) {
+                return Ok(PyString::new(py, text).into_any());
+            }
+        }
+    }
+    dumps.call1((input,))
+}
+
+/// `ToolUseBlock(id, name, input)` with `input` frozen first (its checks then find it frozen
+/// and copy nothing, which saves storing the copy into the frozen struct afterwards); an
+/// input that does not freeze is passed as it is, for the checks to decide.
+pub fn tool_use<'py>(
+    c: &Classes,
+    id: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyAny>,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = input.py();
+    let input = frozen_json(input)?.unwrap_or_else(|| input.clone());
+    c.tool_use.bind(py).call1((id, name, input))
+}
+
+/// `read`'s answer, with what the general reader names (bad values a constructor refused,
+/// arguments that do not parse or are nested too deep) turned into `None`: its job, not ours.
+pub fn stop_on_invalid<T>(py: Python<'_>, read: PyResult<Option<T>>) -> PyResult<Option<T>> {
+    match read {
+        Ok(read) => Ok(read),
+        Err(e) if e.is_instance_of::<PyValueError>(py) => Ok(None),
+        Err(e) if e.is_instance_of::<PyRecursionError>(py) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
