@@ -25,7 +25,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::message::{frozen_json, nonempty_str};
+use super::message::{frozen_json, new_message, nonempty_str, text_block};
 use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
 
 /// The general reader's record for content given as a string (`{"anthropic": [{"t":
@@ -84,11 +84,8 @@ fn read_system<'py>(
     let Some(system) = text(Some(system)) else {
         return Ok(None);
     };
-    let blocks = PyTuple::new(py, [c.text.bind(py).call1((system,))?])?;
-    c.message
-        .bind(py)
-        .call1((intern!(py, "system"), blocks))
-        .map(Some)
+    let blocks = PyTuple::new(py, [text_block(c, system)?])?;
+    new_message(c, intern!(py, "system"), blocks).map(Some)
 }
 
 fn read_message<'py>(c: &Classes, item: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -111,7 +108,7 @@ fn read_message<'py>(c: &Classes, item: &Bound<'py, PyAny>) -> PyResult<Option<B
         return Ok(None);
     };
     if let Some(content) = text(Some(&content)) {
-        let blocks = PyTuple::new(py, [c.text.bind(py).call1((content,))?])?;
+        let blocks = PyTuple::new(py, [text_block(c, content)?])?;
         let options = PyDict::new(py);
         options.set_item(intern!(py, "meta"), str_form(py)?)?;
         return c
@@ -130,8 +127,7 @@ fn read_message<'py>(c: &Classes, item: &Bound<'py, PyAny>) -> PyResult<Option<B
         };
         blocks.push(block);
     }
-    let blocks = PyTuple::new(py, blocks)?;
-    c.message.bind(py).call1((role, blocks)).map(Some)
+    new_message(c, &role, PyTuple::new(py, blocks)?).map(Some)
 }
 
 /// One content block of a user (`assistant` false) or assistant message, in a common shape.
@@ -216,7 +212,7 @@ fn read_text<'py>(c: &Classes, part: &Bound<'py, PyDict>) -> PyResult<Option<Bou
         return Ok(None);
     }
     match text(get(part, intern!(py, "text"))?.as_ref()) {
-        Some(t) => c.text.bind(py).call1((t,)).map(Some),
+        Some(t) => text_block(c, t).map(Some),
         None => Ok(None),
     }
 }

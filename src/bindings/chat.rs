@@ -22,6 +22,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
+use super::message::{new_message, text_block};
 use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tool_use};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
@@ -59,7 +60,7 @@ pub fn chat_fast_prefix<'py>(
     let flush = |run: &mut Vec<Bound<'py, PyAny>>| -> PyResult<()> {
         if !run.is_empty() {
             let blocks = PyTuple::new(py, run.drain(..))?;
-            out.append(c.message.bind(py).call1((intern!(py, "user"), blocks))?)?;
+            out.append(new_message(c, intern!(py, "user"), blocks)?)?;
         }
         Ok(())
     };
@@ -105,10 +106,7 @@ fn read_chat<'py>(
         .as_ref()
         .and_then(|v| v.cast_exact::<PyString>().ok().cloned());
     let message = |role: &Bound<'py, PyString>, blocks: Vec<Bound<'py, PyAny>>| {
-        c.message
-            .bind(py)
-            .call1((role, PyTuple::new(py, blocks)?))
-            .map(Some)
+        new_message(c, role, PyTuple::new(py, blocks)?).map(Some)
     };
     match role.to_str() {
         Ok("tool") => {
@@ -121,7 +119,7 @@ fn read_chat<'py>(
             }
         }
         Ok("system" | "user") => match text {
-            Some(text) if msg.len() == 2 => message(role, vec![c.text.bind(py).call1((text,))?]),
+            Some(text) if msg.len() == 2 => message(role, vec![text_block(c, &text)?]),
             _ => Ok(None),
         },
         Ok("assistant") => {
@@ -133,7 +131,7 @@ fn read_chat<'py>(
             }
             let mut blocks = Vec::with_capacity(2);
             if let Some(text) = text {
-                blocks.push(c.text.bind(py).call1((text,))?);
+                blocks.push(text_block(c, &text)?);
             } else if !content.is_none() {
                 return Ok(None);
             }

@@ -216,23 +216,14 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     let c = classes(py)?;
     let [role, content, id, turn, name, usage, meta] =
         read_fields(c, message, &c.message, &MESSAGE_FIELDS)?;
-    let Ok(role) = role.cast_exact::<PyString>() else {
+    let (Ok(role), Ok(content)) = (
+        role.cast_exact::<PyString>(),
+        content.cast_exact::<PyTuple>(),
+    ) else {
         return Ok(false);
     };
-    let allowed: &[&Py<pyo3::types::PyType>] = match role.to_str() {
-        Ok("user") => &[&c.text, &c.image, &c.tool_result],
-        Ok("assistant") => &[&c.text, &c.image, &c.tool_use, &c.reasoning],
-        Ok("system") => &[&c.text],
-        _ => return Ok(false),
-    };
-    let Ok(content) = content.cast_exact::<PyTuple>() else {
+    if !blocks_allowed(c, role, content) {
         return Ok(false);
-    };
-    for block in content.iter() {
-        let ty = block.get_type();
-        if !allowed.iter().any(|t| ty.is(t.bind(py))) {
-            return Ok(false);
-        }
     }
     if !opt_nonempty_str(&id) || !turn_id(&turn) || !opt_nonempty_str(&name) {
         return Ok(false);
@@ -344,9 +335,8 @@ fn plain_text<'a, 'py>(value: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, Py
 }
 
 /// `cls(role, blocks, **options)`: the same call the Python constructor ends with, so it
-/// raises what that would.
-/// The blocks are of exact block classes allowed for `role` (the callers build or pick them
-/// so); with no options that is all a `Message`'s checks would check, so they are skipped.
+/// raises what that would (the blocks are of exact classes allowed for `role`: the callers
+/// build or pick them so).
 fn build<'py>(
     cls: &Bound<'py, PyType>,
     role: &Bound<'py, PyString>,
@@ -354,18 +344,57 @@ fn build<'py>(
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = cls.py();
+    let c = classes(py)?;
     let blocks = PyTuple::new(py, blocks)?;
-    if options.is_none_or(PyDictMethods::is_empty) && cls.is(classes(py)?.message.bind(py)) {
-        let args = (role, &blocks).into_pyobject(py)?;
-        return trusted(blocks.as_any(), || cls.call1(args));
+    if options.is_none_or(PyDictMethods::is_empty) && cls.is(c.message.bind(py)) {
+        return new_message(c, role, blocks);
     }
     cls.call((role, blocks), options)
 }
 
-/// A `TextBlock` of `text`, which `plain_text` accepted: its checks would pass.
-fn text_block<'py>(c: &Classes, text: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
-    let args = PyTuple::new(text.py(), [text])?;
-    trusted(text.as_any(), || c.text.bind(text.py()).call1(args))
+/// Whether `role` is a role and every block in `blocks` is of an exact block class allowed
+/// for it: all a `Message`'s checks look at when it has no options.
+fn blocks_allowed(c: &Classes, role: &Bound<'_, PyString>, blocks: &Bound<'_, PyTuple>) -> bool {
+    let py = role.py();
+    let allowed: &[&Py<PyType>] = match role.to_str() {
+        Ok("user") => &[&c.text, &c.image, &c.tool_result],
+        Ok("assistant") => &[&c.text, &c.image, &c.tool_use, &c.reasoning],
+        Ok("system") => &[&c.text],
+        _ => return false,
+    };
+    blocks.iter().all(|block| {
+        let ty = block.get_type();
+        allowed.iter().any(|t| ty.is(t.bind(py)))
+    })
+}
+
+/// `Message(role, blocks)` with no options, for the core's constructors and readers: its
+/// checks are skipped when `blocks_allowed` says they would pass, else they run (and raise).
+pub(super) fn new_message<'py>(
+    c: &Classes,
+    role: &Bound<'py, PyString>,
+    blocks: Bound<'py, PyTuple>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = role.py();
+    let class = c.message.bind(py);
+    let args = (role, &blocks).into_pyobject(py)?;
+    if blocks_allowed(c, role, &blocks) {
+        return trusted(blocks.as_any(), || class.call1(args));
+    }
+    class.call1(args)
+}
+
+/// `TextBlock(text)`, its checks skipped when `text` is valid UTF-8 (all they check).
+pub(super) fn text_block<'py>(
+    c: &Classes,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = text.py();
+    let args = PyTuple::new(py, [text])?;
+    if plain_str(text) {
+        return trusted(text.as_any(), || c.text.bind(py).call1(args));
+    }
+    c.text.bind(py).call1(args)
 }
 
 /// Calls the Python constructor `slow(cls, *args, **options)`.

@@ -24,6 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
+use super::message::{new_message, text_block};
 use super::shapes::{
     arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use,
 };
@@ -102,7 +103,7 @@ impl<'py> Group<'py> {
                 .any(|w| w[0].kind == "message" && w[1].kind == "message");
         let blocks = PyTuple::new(py, self.blocks)?;
         if !needed {
-            return c.message.bind(py).call1((self.role, blocks));
+            return new_message(c, &self.role, blocks);
         }
         let units = PyList::empty(py);
         for unit in &self.units {
@@ -286,7 +287,7 @@ fn read_message<'py>(
         if assistant {
             unit.form = Some("str");
         }
-        vec![c.text.bind(py).call1((content,))?]
+        vec![text_block(c, content)?]
     } else if let Ok(parts) = content.cast_exact::<PyList>() {
         let part_type = if assistant {
             "output_text"
@@ -304,7 +305,7 @@ fn read_message<'py>(
             let Some(t) = text(get(part, intern!(py, "text"))?.as_ref()).cloned() else {
                 return Ok(None);
             };
-            blocks.push(c.text.bind(py).call1((t,))?);
+            blocks.push(text_block(c, &t)?);
         }
         match blocks.len() {
             0 => return Ok(None), // an empty run of text: the general reader's
