@@ -184,13 +184,27 @@ impl<T: Clone> Column<T> {
         let n = n.min(self.len());
         let whole = n / CHUNK;
         let full = self.full.as_ref().and_then(|f| {
-            (whole > 0).then(|| Arc::new(if whole == f.len() { (**f).clone() } else { f.take(whole) }))
+            (whole > 0).then(|| {
+                Arc::new(if whole == f.len() {
+                    (**f).clone()
+                } else {
+                    f.take(whole)
+                })
+            })
         });
         let mut out = Self { full, tail: None };
         for item in self.range(whole * CHUNK, n) {
             out.push(item.clone());
         }
         out
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Column<T> {
+    type Item = &'a T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
     }
 }
 
@@ -201,6 +215,17 @@ pub struct Iter<'a, T> {
     back: usize,
     /// Items from `front` on in the chunk being read (may run past `back`).
     slice: &'a [T],
+}
+
+impl<T> Clone for Iter<'_, T> {
+    fn clone(&self) -> Self {
+        Self {
+            column: self.column,
+            front: self.front,
+            back: self.back,
+            slice: self.slice,
+        }
+    }
 }
 
 impl<'a, T> Iterator for Iter<'a, T> {

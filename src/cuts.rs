@@ -328,8 +328,7 @@ impl Cuts {
     #[must_use]
     pub fn round_start_before(&self, end: usize) -> Option<usize> {
         let pos = first_at_least(&self.round_starts, end, self.len);
-        pos.checked_sub(1)
-            .and_then(|p| at(&self.round_starts, p))
+        pos.checked_sub(1).and_then(|p| at(&self.round_starts, p))
     }
 
     /// The pinned head: the leading system messages and, if `pin_task`, the first real user

@@ -61,33 +61,154 @@
 use std::fmt;
 use std::sync::Arc;
 
-use imbl::Vector;
-
-use crate::cuts::{Cuts, PinnedHead};
+use crate::column::Column;
+use crate::cuts::{Cuts, PinnedHead, MAX_MESSAGES};
 use crate::meta::{Meta, Role};
 use crate::search::{partition_point, partition_point_near};
 use crate::turn::{Owner, TurnCounter, TurnId};
 
-/// One message in the log: the caller's payload plus what trimming needs to know about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry<P> {
+/// A message and its facts, shared: every log (and every snapshot, fork or session) holding
+/// the message holds this one `Arc`. The bindings keep one per Python message object, so a
+/// message held by 10,000 sessions is described once. `meta.tokens` is the message's own
+/// estimate; a log may count it differently (an exact counter), and keeps its count itself.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Item<P> {
     /// The caller's message (the bindings store the Python object).
     pub payload: P,
     /// The facts about the message.
     pub meta: Meta,
-    /// The turn it belongs to.
-    pub turn: TurnId,
-    /// Tokens of this entry and all before it.
-    cum_tokens: u64,
 }
 
-impl<P> Entry<P> {
-    /// Tokens of this entry and every entry before it in the log.
+impl<P> Item<P> {
+    /// A shared item.
     #[must_use]
-    pub fn cumulative_tokens(&self) -> u64 {
-        self.cum_tokens
+    pub fn new(payload: P, meta: Meta) -> Arc<Self> {
+        Arc::new(Self { payload, meta })
     }
 }
+
+/// What the log stores per message: 24 bytes, inline in its column.
+struct Record<P> {
+    item: Arc<Item<P>>,
+    /// Tokens of this entry and all before it (the entry's own count is the difference).
+    cum_tokens: u64,
+    /// The turn number.
+    turn: u32,
+    /// The side of the turn.
+    owner: Owner,
+}
+
+impl<P> Clone for Record<P> {
+    fn clone(&self) -> Self {
+        Self {
+            item: Arc::clone(&self.item),
+            cum_tokens: self.cum_tokens,
+            turn: self.turn,
+            owner: self.owner,
+        }
+    }
+}
+
+impl<P> Record<P> {
+    fn turn_id(&self) -> TurnId {
+        TurnId {
+            owner: self.owner,
+            number: self.turn,
+        }
+    }
+}
+
+/// One message in the log, as read: the caller's payload plus what trimming knows about it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry<'a, P> {
+    /// The caller's message (the bindings store the Python object).
+    pub payload: &'a P,
+    /// The facts about the message (its `tokens` is the message's own estimate; the log's
+    /// count is [`Entry::tokens`]).
+    pub meta: &'a Meta,
+    /// The turn it belongs to.
+    pub turn: TurnId,
+    /// The tokens the log counts for it.
+    pub tokens: u32,
+    /// Tokens of this entry and all before it.
+    cum_tokens: u64,
+    item: &'a Arc<Item<P>>,
+}
+
+impl<P> Clone for Entry<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Entry<'_, P> {}
+
+impl<'a, P> Entry<'a, P> {
+    fn of(record: &'a Record<P>, before: u64) -> Self {
+        Self {
+            payload: &record.item.payload,
+            meta: &record.item.meta,
+            turn: record.turn_id(),
+            tokens: (record.cum_tokens - before) as u32,
+            cum_tokens: record.cum_tokens,
+            item: &record.item,
+        }
+    }
+
+    /// Tokens of this entry and every entry before it in the log.
+    #[must_use]
+    pub fn cumulative_tokens(self) -> u64 {
+        self.cum_tokens
+    }
+
+    /// The shared message and facts (to put the same message in another log).
+    #[must_use]
+    pub fn item(self) -> &'a Arc<Item<P>> {
+        self.item
+    }
+}
+
+/// Entries of a column range, with their own token counts.
+fn entries<P>(
+    records: crate::column::Iter<'_, Record<P>>,
+    before: u64,
+) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
+    Entries { records, before }
+}
+
+struct Entries<'a, P> {
+    records: crate::column::Iter<'a, Record<P>>,
+    /// Cumulative tokens before the next entry from the front.
+    before: u64,
+}
+
+impl<'a, P> Iterator for Entries<'a, P> {
+    type Item = Entry<'a, P>;
+    fn next(&mut self) -> Option<Entry<'a, P>> {
+        let record = self.records.next()?;
+        let entry = Entry::of(record, self.before);
+        self.before = record.cum_tokens;
+        Some(entry)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+impl<P> DoubleEndedIterator for Entries<'_, P> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let record = self.records.next_back()?;
+        // The record before it: the next from the back, or the front's running total when
+        // none is left between.
+        let before = match self.records.clone().next_back() {
+            Some(prev) => prev.cum_tokens,
+            None => self.before,
+        };
+        Some(Entry::of(record, before))
+    }
+}
+
+impl<P> ExactSizeIterator for Entries<'_, P> {}
 
 /// Why a log operation was refused. On error the log is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,7 +315,7 @@ pub struct MessageLog<P> {
 
 /// The log's state; every part is persistent, so copying it copies roots, not entries.
 struct State<P> {
-    entries: Vector<Arc<Entry<P>>>,
+    entries: Column<Record<P>>,
     index: Cuts,
     counter: TurnCounter,
     generation: u64,
@@ -229,21 +350,18 @@ impl<P> fmt::Debug for MessageLog<P> {
             .field("len", &self.s.entries.len())
             .field("generation", &self.s.generation)
             .field("current_turn", &self.s.counter.current())
-            .field(
-                "total_tokens",
-                &self.s.entries.back().map_or(0, |e| e.cum_tokens),
-            )
+            .field("total_tokens", &self.total_tokens())
             .finish_non_exhaustive()
     }
 }
 
-impl<P: Clone> Default for MessageLog<P> {
+impl<P> Default for MessageLog<P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Clone> FromIterator<(P, Meta)> for MessageLog<P> {
+impl<P> FromIterator<(P, Meta)> for MessageLog<P> {
     fn from_iter<I: IntoIterator<Item = (P, Meta)>>(iter: I) -> Self {
         let mut log = Self::new();
         log.extend(iter);
@@ -251,13 +369,13 @@ impl<P: Clone> FromIterator<(P, Meta)> for MessageLog<P> {
     }
 }
 
-impl<P: Clone> MessageLog<P> {
+impl<P> MessageLog<P> {
     /// An empty log at generation 0.
     #[must_use]
     pub fn new() -> Self {
         Self {
             s: Arc::new(State {
-                entries: Vector::new(),
+                entries: Column::new(),
                 index: Cuts::new(),
                 counter: TurnCounter::new(),
                 generation: 0,
@@ -297,7 +415,19 @@ impl<P: Clone> MessageLog<P> {
     /// turn is numbered at the current turn, keeping turns contiguous. Otherwise a real user
     /// message starts the next turn, and every message gets the current turn number.
     pub fn push(&mut self, payload: P, meta: Meta) -> usize {
+        let tokens = meta.tokens;
+        self.push_item(Item::new(payload, meta), tokens)
+    }
+
+    /// [`MessageLog::push`] of a shared message, counted as `tokens` (its `meta.tokens` is
+    /// not read). At most [`MAX_MESSAGES`] messages: a push past it is ignored (the
+    /// bindings refuse it first) and returns the length.
+    pub fn push_item(&mut self, item: Arc<Item<P>>, tokens: u32) -> usize {
+        if self.len() >= MAX_MESSAGES {
+            return self.len();
+        }
         let s = self.state_mut();
+        let meta = &item.meta;
         let turn = if let Some(given) = meta.turn {
             s.counter.raise_to(given.number);
             TurnId {
@@ -313,7 +443,7 @@ impl<P: Clone> MessageLog<P> {
                 number: s.counter.current(),
             }
         };
-        self.push_entry(payload, meta, turn)
+        self.push_entry(item, tokens, turn)
     }
 
     /// Checks that appending messages with these facts, in order, keeps turn numbers from
@@ -346,22 +476,30 @@ impl<P: Clone> MessageLog<P> {
     }
 
     /// Appends a message with a turn id decided by the caller (rebuilds).
-    fn push_entry(&mut self, payload: P, meta: Meta, turn: TurnId) -> usize {
+    fn push_entry(&mut self, item: Arc<Item<P>>, tokens: u32, turn: TurnId) -> usize {
         let s = self.state_mut();
         let n = s.entries.len();
+        // No overflow: at most u32::MAX entries of at most u32::MAX tokens each.
         let cum_tokens = s
             .entries
-            .back()
+            .last()
             .map_or(0, |e| e.cum_tokens)
-            .saturating_add(u64::from(meta.tokens));
-        s.index.push(&meta);
-        s.entries.push_back(Arc::new(Entry {
-            payload,
-            meta,
-            turn,
+            .saturating_add(u64::from(tokens));
+        s.index.push(&item.meta);
+        s.entries.push(Record {
+            item,
             cum_tokens,
-        }));
+            turn: turn.number,
+            owner: turn.owner,
+        });
         n
+    }
+
+    /// Appends shared messages with their token counts, in order.
+    pub fn extend_items<I: IntoIterator<Item = (Arc<Item<P>>, u32)>>(&mut self, items: I) {
+        for (item, tokens) in items {
+            self.push_item(item, tokens);
+        }
     }
 
     /// Appends every message in order.
@@ -373,20 +511,21 @@ impl<P: Clone> MessageLog<P> {
 
     /// The entry at `i`, or `None` past the end.
     #[must_use]
-    pub fn get(&self, i: usize) -> Option<&Entry<P>> {
-        self.s.entries.get(i).map(|e| &**e)
+    pub fn get(&self, i: usize) -> Option<Entry<'_, P>> {
+        let record = self.s.entries.get(i)?;
+        Some(Entry::of(record, self.tokens_before(i)))
     }
 
     /// The last entry.
     #[must_use]
-    pub fn last(&self) -> Option<&Entry<P>> {
-        self.s.entries.back().map(|e| &**e)
+    pub fn last(&self) -> Option<Entry<'_, P>> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// All entries in order.
     #[must_use]
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
-        self.s.entries.iter().map(|e| &**e)
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
+        self.range(0, self.len())
     }
 
     /// Entries `start..end`, both clamped to the log (an empty range if `start >= end`).
@@ -395,15 +534,10 @@ impl<P: Clone> MessageLog<P> {
         &self,
         start: usize,
         end: usize,
-    ) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
+    ) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
         let end = end.min(self.len());
         let start = start.min(end);
-        self.s
-            .entries
-            .focus()
-            .narrow(start..end)
-            .into_iter()
-            .map(|e| &**e)
+        entries(self.s.entries.range(start, end), self.tokens_before(start))
     }
 
     /// An O(1) immutable copy: later changes to either side are invisible to the other.
@@ -443,6 +577,19 @@ impl<P: Clone> MessageLog<P> {
         new: Vec<(P, Meta)>,
         expected_generation: u64,
     ) -> Result<(), LogError> {
+        self.replace_prefix_items(upto, items_of(new), expected_generation)
+    }
+
+    /// [`MessageLog::replace_prefix`] with shared messages and their token counts.
+    ///
+    /// # Errors
+    /// As [`MessageLog::replace_prefix`].
+    pub fn replace_prefix_items(
+        &mut self,
+        upto: usize,
+        new: Vec<(Arc<Item<P>>, u32)>,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
         self.check_generation(expected_generation)?;
         let len = self.len();
         if upto > len {
@@ -450,8 +597,9 @@ impl<P: Clone> MessageLog<P> {
         }
         let kept = self
             .range(upto, len)
-            .map(|e| (e.payload.clone(), e.meta.clone()));
-        let mut fresh: Self = new.into_iter().chain(kept).collect();
+            .map(|e| (Arc::clone(e.item()), e.tokens));
+        let mut fresh = Self::new();
+        fresh.extend_items(new.into_iter().chain(kept));
         fresh.state_mut().generation = self.s.generation.wrapping_add(1);
         *self = fresh;
         Ok(())
@@ -577,16 +725,16 @@ impl<P: Clone> MessageLog<P> {
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(start),
-                index: Cuts::from_metas(self.range(0, start).map(|e| &e.meta)),
+                index: Cuts::from_metas(self.range(0, start).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
             }),
         };
         for e in self.range(end, len) {
-            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+            rebuilt.push_entry(Arc::clone(e.item()), e.tokens, e.turn);
         }
-        let newest = rebuilt.s.entries.back().map_or(0, |e| e.turn.number);
+        let newest = rebuilt.s.entries.last().map_or(0, |e| e.turn);
         let mut counter = TurnCounter::new();
         counter.raise_to(newest);
         rebuilt.state_mut().counter = counter;
@@ -610,24 +758,41 @@ impl<P: Clone> MessageLog<P> {
         meta: Meta,
         expected_generation: u64,
     ) -> Result<(), LogError> {
+        let tokens = meta.tokens;
+        self.replace_at_item(index, Item::new(payload, meta), tokens, expected_generation)
+    }
+
+    /// [`MessageLog::replace_at`] with a shared message and its token count.
+    ///
+    /// # Errors
+    /// As [`MessageLog::replace_at`].
+    pub fn replace_at_item(
+        &mut self,
+        index: usize,
+        item: Arc<Item<P>>,
+        tokens: u32,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
         self.check_generation(expected_generation)?;
         let len = self.len();
         if index >= len {
             return Err(LogError::OutOfRange { index, len });
         }
-        let turn = self.s.entries[index].turn;
+        let Some(turn) = self.s.entries.get(index).map(Record::turn_id) else {
+            return Err(LogError::OutOfRange { index, len });
+        };
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(index),
-                index: Cuts::from_metas(self.range(0, index).map(|e| &e.meta)),
+                index: Cuts::from_metas(self.range(0, index).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
             }),
         };
-        rebuilt.push_entry(payload, meta, turn);
+        rebuilt.push_entry(item, tokens, turn);
         for e in self.range(index + 1, len) {
-            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+            rebuilt.push_entry(Arc::clone(e.item()), e.tokens, e.turn);
         }
         *self = rebuilt;
         Ok(())
@@ -647,14 +812,14 @@ impl<P: Clone> MessageLog<P> {
             return false;
         }
         for e in current.range(base.len(), current.len()) {
-            self.push(e.payload.clone(), e.meta.clone());
+            self.push_item(Arc::clone(e.item()), e.tokens);
         }
         true
     }
 
     /// Turn number of entry `i` (`u32::MAX` past the end, which sorts after every turn).
     fn turn_number(&self, i: usize) -> u32 {
-        self.s.entries.get(i).map_or(u32::MAX, |e| e.turn.number)
+        self.s.entries.get(i).map_or(u32::MAX, |e| e.turn)
     }
 
     /// Tokens of all entries before `i` (`i` clamped to the log).
@@ -668,7 +833,7 @@ impl<P: Clone> MessageLog<P> {
     /// Tokens of the whole log.
     #[must_use]
     pub fn total_tokens(&self) -> u64 {
-        self.s.entries.back().map_or(0, |e| e.cum_tokens)
+        self.s.entries.last().map_or(0, |e| e.cum_tokens)
     }
 
     /// Tokens of entries `start..end`, both clamped (0 if `start >= end`). O(log₆₄ n).
@@ -906,6 +1071,16 @@ impl<P: Clone> MessageLog<P> {
     }
 }
 
+/// Messages and their facts as shared items, counted as their facts say.
+fn items_of<P>(new: Vec<(P, Meta)>) -> Vec<(Arc<Item<P>>, u32)> {
+    new.into_iter()
+        .map(|(payload, meta)| {
+            let tokens = meta.tokens;
+            (Item::new(payload, meta), tokens)
+        })
+        .collect()
+}
+
 fn owner_of(role: Role) -> Owner {
     match role {
         Role::Assistant => Owner::Assistant,
@@ -972,7 +1147,7 @@ mod tests {
         assert_eq!(log.turn_count(), 2);
         assert_eq!(log.current_turn(), 2);
         assert_eq!(
-            log.range(2, 4).map(|e| e.payload).collect::<Vec<_>>(),
+            log.range(2, 4).map(|e| *e.payload).collect::<Vec<_>>(),
             [2, 3]
         );
         assert_eq!(log.range(5, 1).count(), 0);
@@ -1061,7 +1236,7 @@ mod tests {
         );
         log.replace_prefix(5, summary.clone(), gen).unwrap();
         assert_eq!(
-            log.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            log.iter().map(|e| *e.payload).collect::<Vec<_>>(),
             [100, 5, 6, 7]
         );
         assert_eq!(log.generation(), gen + 1);
@@ -1110,7 +1285,7 @@ mod tests {
         owner.push(8, Meta::user(8));
         assert!(next.catch_up(&base, &owner));
         assert_eq!(
-            next.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            next.iter().map(|e| *e.payload).collect::<Vec<_>>(),
             [100, 5, 6, 7, 8]
         );
         assert_eq!(next.last().map(|e| e.turn), Some(TurnId::user(3)));
@@ -1119,9 +1294,9 @@ mod tests {
         // Another rewrite won: refuse, unchanged.
         let mut other = base.clone();
         other.remove_turn(2).unwrap();
-        let before: Vec<u32> = next.iter().map(|e| e.payload).collect();
+        let before: Vec<u32> = next.iter().map(|e| *e.payload).collect();
         assert!(!next.catch_up(&base, &other));
-        assert_eq!(next.iter().map(|e| e.payload).collect::<Vec<_>>(), before);
+        assert_eq!(next.iter().map(|e| *e.payload).collect::<Vec<_>>(), before);
     }
 
     #[test]

@@ -31,27 +31,43 @@ use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use super::facts::facts_of;
 use super::tokens::encoding_of;
-use crate::log::{LogError, MessageLog};
-use crate::meta::Meta;
+use crate::log::{Item, LogError, MessageLog};
 use crate::queue::IndexQueue;
 use crate::tokens::Encoding;
 use crate::turn::TurnId;
 
-/// A Python message object held by the log; `Arc` so that sharing entries between forks and
-/// snapshots never needs the interpreter.
-type Payload = Arc<Py<PyAny>>;
-pub type Log = MessageLog<Payload>;
+/// The log of Python message objects. The core holds each as a shared [`Item`] (the object
+/// and its facts in one `Arc`), so sharing entries between forks, snapshots and sessions,
+/// and rebuilding them, never needs the interpreter.
+pub type Log = MessageLog<Py<PyAny>>;
 
-/// A message as the core log holds it: the object, and its facts (`tokens`, if given,
-/// overriding the estimate under `encoding`).
+/// A shared message.
+type Shared = Arc<Item<Py<PyAny>>>;
+
+/// A message as the core log holds it: the item shared by every log holding the message
+/// (kept with its facts), and its tokens (`tokens` if given, else the estimate under
+/// `encoding`).
 fn entry(
     py: Python<'_>,
     message: Py<PyAny>,
     tokens: Option<u32>,
     encoding: Encoding,
-) -> (Payload, Meta) {
-    let meta = indexed_meta(message.bind(py), tokens, encoding);
-    (Arc::new(message), meta)
+) -> (Shared, u32) {
+    let bound = message.bind(py);
+    let read = || -> PyResult<(Shared, u32)> {
+        let facts = facts_of(bound, || "message".to_owned())?;
+        let count = match tokens {
+            Some(t) => t,
+            None => facts.get().tokens(bound, encoding, None)?,
+        };
+        Ok((facts.get().shared_item(bound), count))
+    };
+    read().unwrap_or_else(|_| {
+        // Not readable (checked at append, so not expected): indexed as the fallback facts.
+        let meta = indexed_meta(bound, tokens, encoding);
+        let count = meta.tokens;
+        (Item::new(message.clone_ref(py), meta), count)
+    })
 }
 
 /// The Python list that mirrors the messages, for cheap reads.
@@ -99,7 +115,7 @@ impl State {
 
     /// Our messages from index `from` on: indexed ones, then queued ones.
     fn payloads_from(&self, from: usize) -> impl Iterator<Item = &Py<PyAny>> {
-        let indexed = self.log.range(from, self.log.len()).map(|e| &*e.payload);
+        let indexed = self.log.range(from, self.log.len()).map(|e| e.payload);
         let queued = self.queued.from_position(from, self.log.len());
         indexed.chain(queued.map(|(p, _)| p))
     }
@@ -237,26 +253,21 @@ impl PyMessageLog {
     ) -> PyResult<()> {
         let mut state = self.state(py);
         state.flush(py);
-        let mut metas = Vec::with_capacity(items.len());
+        let mut shared = Vec::with_capacity(items.len());
         for (i, (message, tokens)) in items.iter().enumerate() {
             let message = message.bind(py);
-            let mut meta = facts_of(message, || format!("messages[{i}]"))?
-                .get()
-                .meta()
-                .clone();
-            meta.tokens = match tokens {
+            let facts = facts_of(message, || format!("messages[{i}]"))?;
+            let count = match tokens {
                 Some(t) => *t,
                 None => indexed_meta(message, None, state.encoding).tokens,
             };
-            metas.push(meta);
+            shared.push((facts.get().shared_item(message), count));
         }
         state
             .log
-            .check_turns(&metas)
+            .check_turns(shared.iter().map(|(item, _)| &item.meta))
             .map_err(|e| log_error(py, e))?;
-        for ((message, _), meta) in items.into_iter().zip(metas) {
-            state.log.push(Arc::new(message), meta);
-        }
+        state.log.extend_items(shared);
         Ok(())
     }
 
@@ -360,7 +371,7 @@ impl PyMessageLog {
         let state = self.state(py);
         let at = index(i, state.len())?;
         let payload = match state.log.get(at) {
-            Some(entry) => Some(&*entry.payload),
+            Some(entry) => Some(entry.payload),
             None => state.queued.get(at, state.log.len()).map(|(m, _)| m),
         };
         payload
@@ -441,12 +452,12 @@ impl PyMessageLog {
     ) -> PyResult<()> {
         self.writable()?;
         let encoding = self.state(py).encoding;
-        let entries: Vec<(Payload, _)> = messages_of(messages, tokens)?
+        let entries: Vec<(Shared, u32)> = messages_of(messages, tokens)?
             .into_iter()
             .map(|(message, tokens)| entry(py, message, tokens, encoding))
             .collect();
         self.rewrite(py, move |log| {
-            log.replace_prefix(upto, entries.clone(), expected_generation)
+            log.replace_prefix_items(upto, entries.clone(), expected_generation)
         })
     }
 
@@ -479,9 +490,9 @@ impl PyMessageLog {
         self.writable()?;
         check_message(message, "message")?;
         let encoding = self.state(py).encoding;
-        let (payload, meta) = entry(py, message.clone().unbind(), tokens, encoding);
+        let (item, count) = entry(py, message.clone().unbind(), tokens, encoding);
         self.rewrite(py, move |log| {
-            log.replace_at(index, payload.clone(), meta.clone(), expected_generation)
+            log.replace_at_item(index, Arc::clone(&item), count, expected_generation)
         })
     }
 
@@ -504,11 +515,7 @@ impl PyMessageLog {
 
     /// The per-message token counts, in order.
     fn token_counts(&self, py: Python<'_>) -> Vec<u32> {
-        self.indexed(py)
-            .clone()
-            .iter()
-            .map(|e| e.meta.tokens)
-            .collect()
+        self.indexed(py).clone().iter().map(|e| e.tokens).collect()
     }
 
     #[getter]
