@@ -87,35 +87,69 @@ impl<P> Item<P> {
     }
 }
 
-/// What the log stores per message: 24 bytes, inline in its column.
+/// What the log stores per message: 16 bytes, inline in its column. The turn number is
+/// kept apart, once per run of entries sharing it ([`Run`]).
 struct Record<P> {
     item: Arc<Item<P>>,
-    /// Tokens of this entry and all before it (the entry's own count is the difference).
-    cum_tokens: u64,
-    /// The turn number.
-    turn: u32,
-    /// The side of the turn.
-    owner: Owner,
+    /// Tokens of this entry and all before it (the entry's own count is the difference),
+    /// shifted left by one; the low bit is the side of the turn (1: the assistant's).
+    cum_owner: u64,
 }
+
+/// The largest running token total a record holds (2⁶³ - 1; totals saturate there, far past
+/// any real history).
+const MAX_CUM: u64 = u64::MAX >> 1;
 
 impl<P> Clone for Record<P> {
     fn clone(&self) -> Self {
         Self {
             item: Arc::clone(&self.item),
-            cum_tokens: self.cum_tokens,
-            turn: self.turn,
-            owner: self.owner,
+            cum_owner: self.cum_owner,
         }
     }
 }
 
 impl<P> Record<P> {
-    fn turn_id(&self) -> TurnId {
-        TurnId {
-            owner: self.owner,
-            number: self.turn,
+    fn new(item: Arc<Item<P>>, cum_tokens: u64, owner: Owner) -> Self {
+        let bit = u64::from(owner == Owner::Assistant);
+        Self {
+            item,
+            cum_owner: (cum_tokens.min(MAX_CUM) << 1) | bit,
         }
     }
+
+    fn cum_tokens(&self) -> u64 {
+        self.cum_owner >> 1
+    }
+
+    fn owner(&self) -> Owner {
+        if self.cum_owner & 1 == 1 {
+            Owner::Assistant
+        } else {
+            Owner::User
+        }
+    }
+}
+
+/// Entries from `start` on have turn number `number` (until the next run). Turn numbers
+/// change once per turn, so a run costs 8 bytes per turn instead of 4 per entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    start: u32,
+    number: u32,
+}
+
+/// The turn number of entry `i` (`u32::MAX` if `i` is before every run: past the end of an
+/// empty log). Galloping from the newest run: queries are mostly about recent entries.
+fn turn_in(runs: &Column<Run>, i: usize) -> u32 {
+    let n = runs.len();
+    let after = partition_point_near(n, n, |r| {
+        runs.get(r).is_none_or(|run| run.start as usize > i)
+    });
+    after
+        .checked_sub(1)
+        .and_then(|r| runs.get(r))
+        .map_or(u32::MAX, |run| run.number)
 }
 
 /// One message in the log, as read: the caller's payload plus what trimming knows about it.
@@ -144,13 +178,17 @@ impl<P> Clone for Entry<'_, P> {
 impl<P> Copy for Entry<'_, P> {}
 
 impl<'a, P> Entry<'a, P> {
-    fn of(record: &'a Record<P>, before: u64) -> Self {
+    fn of(record: &'a Record<P>, before: u64, number: u32) -> Self {
+        let cum_tokens = record.cum_tokens();
         Self {
             payload: &record.item.payload,
             meta: &record.item.meta,
-            turn: record.turn_id(),
-            tokens: (record.cum_tokens - before) as u32,
-            cum_tokens: record.cum_tokens,
+            turn: TurnId {
+                owner: record.owner(),
+                number,
+            },
+            tokens: cum_tokens.saturating_sub(before) as u32,
+            cum_tokens,
             item: &record.item,
         }
     }
@@ -168,26 +206,73 @@ impl<'a, P> Entry<'a, P> {
     }
 }
 
-/// Entries of a column range, with their own token counts.
-fn entries<P>(
-    records: crate::column::Iter<'_, Record<P>>,
-    before: u64,
-) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
-    Entries { records, before }
-}
-
+/// Entries `start..` of a column range, with their own token counts and turns.
 struct Entries<'a, P> {
     records: crate::column::Iter<'a, Record<P>>,
+    runs: &'a Column<Run>,
+    /// Index of the next entry from the front.
+    front: usize,
     /// Cumulative tokens before the next entry from the front.
     before: u64,
+    /// The turn number of the next entry from the front, and where the run after it starts.
+    run: (u32, usize),
+    /// The index of that next run.
+    next_run: usize,
+}
+
+impl<'a, P> Entries<'a, P> {
+    fn new(state: &'a State<P>, start: usize, end: usize, before: u64) -> Self {
+        let mut entries = Self {
+            records: state.entries.range(start, end),
+            runs: &state.turns,
+            front: start,
+            before,
+            run: (0, 0),
+            next_run: 0,
+        };
+        entries.seek_run();
+        entries
+    }
+
+    /// Finds the run holding `front` (by search, once).
+    fn seek_run(&mut self) {
+        let n = self.runs.len();
+        let front = self.front;
+        let after = partition_point_near(n, n, |r| {
+            self.runs
+                .get(r)
+                .is_none_or(|run| run.start as usize > front)
+        });
+        let number = after
+            .checked_sub(1)
+            .and_then(|r| self.runs.get(r))
+            .map_or(u32::MAX, |run| run.number);
+        let next = self
+            .runs
+            .get(after)
+            .map_or(usize::MAX, |run| run.start as usize);
+        self.run = (number, next);
+        self.next_run = after;
+    }
 }
 
 impl<'a, P> Iterator for Entries<'a, P> {
     type Item = Entry<'a, P>;
     fn next(&mut self) -> Option<Entry<'a, P>> {
         let record = self.records.next()?;
-        let entry = Entry::of(record, self.before);
-        self.before = record.cum_tokens;
+        while self.front >= self.run.1 {
+            // The next run starts here: step to it (runs are visited in order).
+            let run = self.runs.get(self.next_run).copied();
+            self.next_run += 1;
+            let next = self
+                .runs
+                .get(self.next_run)
+                .map_or(usize::MAX, |r| r.start as usize);
+            self.run = (run.map_or(u32::MAX, |r| r.number), next);
+        }
+        let entry = Entry::of(record, self.before, self.run.0);
+        self.before = record.cum_tokens();
+        self.front += 1;
         Some(entry)
     }
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -197,14 +282,15 @@ impl<'a, P> Iterator for Entries<'a, P> {
 
 impl<P> DoubleEndedIterator for Entries<'_, P> {
     fn next_back(&mut self) -> Option<Self::Item> {
+        let back = self.front + self.records.len();
         let record = self.records.next_back()?;
         // The record before it: the next from the back, or the front's running total when
         // none is left between.
         let before = match self.records.clone().next_back() {
-            Some(prev) => prev.cum_tokens,
+            Some(prev) => prev.cum_tokens(),
             None => self.before,
         };
-        Some(Entry::of(record, before))
+        Some(Entry::of(record, before, turn_in(self.runs, back - 1)))
     }
 }
 
@@ -316,6 +402,8 @@ pub struct MessageLog<P> {
 /// The log's state; every part is persistent, so copying it copies roots, not entries.
 struct State<P> {
     entries: Column<Record<P>>,
+    /// The turn numbers, one run per change.
+    turns: Column<Run>,
     index: Cuts,
     counter: TurnCounter,
     generation: u64,
@@ -336,6 +424,7 @@ impl<P> Clone for State<P> {
     fn clone(&self) -> Self {
         Self {
             entries: self.entries.clone(),
+            turns: self.turns.clone(),
             index: self.index.clone(),
             counter: self.counter,
             generation: self.generation,
@@ -376,6 +465,7 @@ impl<P> MessageLog<P> {
         Self {
             s: Arc::new(State {
                 entries: Column::new(),
+                turns: Column::new(),
                 index: Cuts::new(),
                 counter: TurnCounter::new(),
                 generation: 0,
@@ -483,15 +573,16 @@ impl<P> MessageLog<P> {
         let cum_tokens = s
             .entries
             .last()
-            .map_or(0, |e| e.cum_tokens)
+            .map_or(0, Record::cum_tokens)
             .saturating_add(u64::from(tokens));
         s.index.push(&item.meta);
-        s.entries.push(Record {
-            item,
-            cum_tokens,
-            turn: turn.number,
-            owner: turn.owner,
-        });
+        s.entries.push(Record::new(item, cum_tokens, turn.owner));
+        if s.turns.last().is_none_or(|run| run.number != turn.number) {
+            s.turns.push(Run {
+                start: n as u32, // n < MAX_MESSAGES
+                number: turn.number,
+            });
+        }
         n
     }
 
@@ -513,7 +604,11 @@ impl<P> MessageLog<P> {
     #[must_use]
     pub fn get(&self, i: usize) -> Option<Entry<'_, P>> {
         let record = self.s.entries.get(i)?;
-        Some(Entry::of(record, self.tokens_before(i)))
+        Some(Entry::of(
+            record,
+            self.tokens_before(i),
+            turn_in(&self.s.turns, i),
+        ))
     }
 
     /// The last entry.
@@ -537,7 +632,7 @@ impl<P> MessageLog<P> {
     ) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
         let end = end.min(self.len());
         let start = start.min(end);
-        entries(self.s.entries.range(start, end), self.tokens_before(start))
+        Entries::new(&self.s, start, end, self.tokens_before(start))
     }
 
     /// An O(1) immutable copy: later changes to either side are invisible to the other.
@@ -725,6 +820,7 @@ impl<P> MessageLog<P> {
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(start),
+                turns: self.runs_before(start),
                 index: Cuts::from_metas(self.range(0, start).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
@@ -734,7 +830,7 @@ impl<P> MessageLog<P> {
         for e in self.range(end, len) {
             rebuilt.push_entry(Arc::clone(e.item()), e.tokens, e.turn);
         }
-        let newest = rebuilt.s.entries.last().map_or(0, |e| e.turn);
+        let newest = rebuilt.s.turns.last().map_or(0, |run| run.number);
         let mut counter = TurnCounter::new();
         counter.raise_to(newest);
         rebuilt.state_mut().counter = counter;
@@ -778,12 +874,13 @@ impl<P> MessageLog<P> {
         if index >= len {
             return Err(LogError::OutOfRange { index, len });
         }
-        let Some(turn) = self.s.entries.get(index).map(Record::turn_id) else {
+        let Some(turn) = self.get(index).map(|e| e.turn) else {
             return Err(LogError::OutOfRange { index, len });
         };
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(index),
+                turns: self.runs_before(index),
                 index: Cuts::from_metas(self.range(0, index).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
@@ -819,21 +916,33 @@ impl<P> MessageLog<P> {
 
     /// Turn number of entry `i` (`u32::MAX` past the end, which sorts after every turn).
     fn turn_number(&self, i: usize) -> u32 {
-        self.s.entries.get(i).map_or(u32::MAX, |e| e.turn)
+        if i >= self.len() {
+            return u32::MAX;
+        }
+        turn_in(&self.s.turns, i)
+    }
+
+    /// The turn runs of entries `0..i`.
+    fn runs_before(&self, i: usize) -> Column<Run> {
+        let runs = &self.s.turns;
+        let kept = partition_point(runs.len(), |r| {
+            runs.get(r).is_none_or(|run| run.start as usize >= i)
+        });
+        runs.take(kept)
     }
 
     /// Tokens of all entries before `i` (`i` clamped to the log).
     fn tokens_before(&self, i: usize) -> u64 {
         match i.min(self.len()).checked_sub(1) {
             None => 0,
-            Some(last) => self.s.entries.get(last).map_or(0, |e| e.cum_tokens),
+            Some(last) => self.s.entries.get(last).map_or(0, Record::cum_tokens),
         }
     }
 
     /// Tokens of the whole log.
     #[must_use]
     pub fn total_tokens(&self) -> u64 {
-        self.s.entries.last().map_or(0, |e| e.cum_tokens)
+        self.s.entries.last().map_or(0, Record::cum_tokens)
     }
 
     /// Tokens of entries `start..end`, both clamped (0 if `start >= end`). O(log₆₄ n).
