@@ -29,6 +29,12 @@ use imbl::Vector;
 /// Items per sealed chunk.
 pub const CHUNK: usize = 64;
 
+/// The capacity a tail of `len` items grows to: by half (4, 6, 9, 13, 19, 28, 42, 63), so a
+/// short column wastes less than with doubling and still copies each item O(1) times.
+fn grown(len: usize) -> usize {
+    (len + (len / 2).max(4)).min(CHUNK - 1)
+}
+
 /// A persistent vector of `T`: O(1) clone, amortised O(1) push and pop at the end, and a
 /// size that follows the item count for short columns.
 pub struct Column<T> {
@@ -145,25 +151,37 @@ impl<T: Clone> Column<T> {
     /// Appends an item. Amortised O(1), also while clones share the column.
     pub fn push(&mut self, item: T) {
         let tail = self.tail.get_or_insert_with(|| Arc::new(Vec::new()));
-        if tail.len() + 1 < CHUNK {
-            let tail = Arc::make_mut(tail);
+        let len = tail.len();
+        if len + 1 < CHUNK {
+            if Arc::get_mut(tail).is_none() {
+                // Shared with a clone: copy it once, with room to grow.
+                let mut copy = Vec::with_capacity(grown(len));
+                copy.extend_from_slice(tail);
+                *tail = Arc::new(copy);
+            }
+            let tail = Arc::make_mut(tail); // unshared: no copy
             if tail.len() == tail.capacity() {
-                // Grow by half (4, 6, 9, 13, 19, 28, 42, 63): a short column wastes less than
-                // with doubling, and still copies each item O(1) times.
-                let more = (tail.len() / 2).max(4).min(CHUNK - tail.len());
-                tail.reserve_exact(more);
+                tail.reserve_exact(grown(len) - len);
             }
             tail.push(item);
             return;
         }
-        // The tail fills a chunk: seal it.
-        let tail = self.tail.take().map_or_else(Vec::new, |t| {
-            Arc::try_unwrap(t).unwrap_or_else(|shared| (*shared).clone())
-        });
-        let mut chunk = tail;
-        chunk.push(item);
+        // The tail fills a chunk: seal it (its items moved if unshared, else cloned).
+        let chunk: Arc<[T]> = match self.tail.take().map(Arc::try_unwrap) {
+            Some(Ok(mut own)) => {
+                own.reserve_exact(1);
+                own.push(item);
+                Arc::from(own)
+            }
+            Some(Err(shared)) => shared
+                .iter()
+                .cloned()
+                .chain(std::iter::once(item))
+                .collect(),
+            None => Arc::from([item]),
+        };
         let full = self.full.get_or_insert_with(|| Arc::new(Vector::new()));
-        Arc::make_mut(full).push_back(Arc::from(chunk));
+        Arc::make_mut(full).push_back(chunk);
     }
 
     /// Removes and returns the last item.
