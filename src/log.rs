@@ -635,6 +635,17 @@ impl<P> MessageLog<P> {
         Entries::new(&self.s, start, end, self.tokens_before(start))
     }
 
+    /// The payloads of entries `start..end`, both clamped (a cheaper walk than
+    /// [`MessageLog::range`] when only the messages are wanted).
+    #[must_use]
+    pub fn payloads(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl DoubleEndedIterator<Item = &P> + ExactSizeIterator + '_ {
+        self.s.entries.range(start, end).map(|r| &r.item.payload)
+    }
+
     /// An O(1) immutable copy: later changes to either side are invisible to the other.
     #[must_use]
     pub fn snapshot(&self) -> Self {

@@ -6,9 +6,10 @@
 //! (`flush`) has the queue pushed into the log in one batch, converting each message into its
 //! facts (read once per message object, from its cache): the bindings only convert.
 //!
-//! `to_list`/`tail`/`[i]` do not need the index: they read a Python list that mirrors the
-//! log (append-only while installed, replaced — never mutated — by rewrites), so a read is
-//! one list-slice copy. The mirror lags behind: appends only queue, and a read first appends
+//! `to_list`/`tail`/`[i]` do not need the index. A log of `MIRROR_FROM` messages or more
+//! reads a Python list that mirrors it (append-only while installed, replaced — never
+//! mutated — by rewrites), so a read is one list-slice copy; a shorter log builds each read's
+//! list from its entries and its queue, and keeps no second list of its messages. The mirror lags behind: appends only queue, and a read first appends
 //! the messages the mirror lacks (each message once, as before, but off the append path).
 //! Snapshots and forks share their parent's mirror up to their length.
 //!
@@ -70,6 +71,14 @@ fn entry(
     })
 }
 
+/// Logs this long or longer are read through a mirror; shorter ones build each read's list
+/// from their entries. Below one column chunk the entries are one contiguous slice and a
+/// read costs little more than a list slice (a 50-message `to_list` 154 ns against 67 ns,
+/// `tail(20)` 107 ns against 85 ns), while the mirror would add 8 bytes per entry plus a
+/// list to every short session; a longer log's reads grow with it (10,000 messages: 41 µs
+/// against 11 µs), and there the mirror pays.
+const MIRROR_FROM: usize = crate::column::CHUNK;
+
 /// The Python list that mirrors the messages, for cheap reads.
 enum Mirror {
     /// Not built yet (or dropped by a rewrite): the next read builds it from the log.
@@ -113,9 +122,25 @@ impl State {
         });
     }
 
+    /// Our messages `[start, end)` (clamped) as a new list, read from the entries.
+    fn list<'py>(&self, py: Python<'py>, start: usize, end: usize) -> PyResult<Bound<'py, PyList>> {
+        let end = end.min(self.len());
+        let indexed = self.log.len();
+        if end <= indexed {
+            // One pass over the records (an exact-size iterator: no intermediate buffer).
+            let payloads = self.log.payloads(start, end).map(|p| p.bind(py));
+            return PyList::new(py, payloads);
+        }
+        let payloads: Vec<&Py<PyAny>> = self
+            .payloads_from(start)
+            .take(end.saturating_sub(start))
+            .collect();
+        PyList::new(py, payloads.into_iter().map(|p| p.bind(py)))
+    }
+
     /// Our messages from index `from` on: indexed ones, then queued ones.
     fn payloads_from(&self, from: usize) -> impl Iterator<Item = &Py<PyAny>> {
-        let indexed = self.log.range(from, self.log.len()).map(|e| e.payload);
+        let indexed = self.log.payloads(from, self.log.len());
         let queued = self.queued.from_position(from, self.log.len());
         indexed.chain(queued.map(|(p, _)| p))
     }
@@ -191,7 +216,9 @@ impl PyMessageLog {
     fn copy(&self, py: Python<'_>, read_only: bool) -> PyResult<Self> {
         let mut state = self.state(py);
         state.flush(py);
-        state.readable_mirror(py)?;
+        if state.len() >= MIRROR_FROM {
+            state.readable_mirror(py)?;
+        }
         let copy = State::new(
             state.log.clone(),
             state.shareable_mirror(py),
@@ -209,7 +236,11 @@ impl PyMessageLog {
     ) -> PyResult<Bound<'py, PyList>> {
         let (list, len) = {
             let mut state = self.state(py);
-            (state.readable_mirror(py)?, state.len())
+            let len = state.len();
+            if len < MIRROR_FROM {
+                return state.list(py, start, end.unwrap_or(len));
+            }
+            (state.readable_mirror(py)?, len)
         };
         // Sliced outside the lock: the list is only ever appended to, so its first `len`
         // items stay what they were when the lock was held.
