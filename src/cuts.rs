@@ -45,8 +45,6 @@
 //!
 //! The `validate` module checks a plain list of messages under the same pairing rule.
 
-use std::sync::Arc;
-
 use imbl::OrdMap;
 
 use crate::column::Column;
@@ -61,6 +59,20 @@ pub const MAX_MESSAGES: usize = u32::MAX as usize - 1;
 /// A position as stored (`MAX_MESSAGES` bounds every index, so it fits).
 fn stored(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// The map key of a tool use id. Under `cfg(test)` a 2-bit hash, so that the unit tests
+/// meet collisions all the time.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    id.hash(&mut hasher);
+    let hash = hasher.finish();
+    if cfg!(test) {
+        hash % 4
+    } else {
+        hash
+    }
 }
 
 /// A sorted position column, read back as `usize`.
@@ -86,12 +98,12 @@ pub struct Cuts {
     len: usize,
     /// Every safe cut, ascending. Always holds 0 and `len`.
     safe: Positions,
-    /// Tool use id → index of the latest message issuing it. A B-tree (`OrdMap`, 16-key
-    /// nodes) rather than a HAMT: a HAMT node has 32 slots allocated whatever it holds
-    /// (~2 KB for a short session's dozen calls). `Arc<str>` keys because a push while a clone
-    /// is alive copies the nodes on the path, cloning every key in them: a refcount bump
-    /// instead of an allocation each.
-    calls: OrdMap<Arc<str>, u32>,
+    /// Hash of a tool use id → index of the latest message issuing an id with that hash
+    /// (see [`Cuts::issuer`]: a hit is checked against that message's ids). A B-tree
+    /// (`OrdMap`, 16-key nodes) rather than a HAMT, whose nodes have 32 slots allocated
+    /// whatever they hold (~2 KB for a short session's dozen calls); hashed keys take 8 bytes
+    /// where the ids would take 16 (and a reference count each).
+    calls: OrdMap<u64, u32>,
     /// Indices of real user messages, ascending.
     turn_starts: Positions,
     /// Round starts, ascending.
@@ -150,10 +162,25 @@ impl Cuts {
     #[must_use]
     pub fn from_metas<'a>(metas: impl IntoIterator<Item = &'a Meta>) -> Self {
         let mut index = Self::new();
+        let mut seen: Vec<&Meta> = Vec::new();
         for meta in metas {
-            index.push(meta);
+            index.push(meta, |u| seen.get(u).copied());
+            seen.push(meta);
         }
         index
+    }
+
+    /// The latest message before this one that issues tool use `id`: the map's entry for
+    /// its hash, if that message does issue `id`; otherwise (another id with the same hash
+    /// was issued later, a 64-bit collision) a search back from there. `earlier(u)` is
+    /// message `u`'s facts.
+    fn issuer<'m>(&self, id: &str, earlier: &impl Fn(usize) -> Option<&'m Meta>) -> Option<usize> {
+        let latest = *self.calls.get(&id_hash(id))? as usize;
+        let issues = |u: usize| earlier(u).is_some_and(|m| m.tool_uses.iter().any(|t| &**t == id));
+        if issues(latest) {
+            return Some(latest);
+        }
+        (0..latest).rev().find(|&u| issues(u))
     }
 
     /// Number of messages indexed.
@@ -168,16 +195,17 @@ impl Cuts {
         self.len == 0
     }
 
-    /// Indexes the next message. Amortised O(1) (plus O(log n) per tool block for the id map),
-    /// also while clones are alive.
-    pub fn push(&mut self, meta: &Meta) {
+    /// Indexes the next message; `earlier(u)` gives the facts of message `u` already
+    /// indexed. Amortised O(1) (plus O(log n) per tool block for the id map), also while
+    /// clones are alive.
+    pub fn push<'m>(&mut self, meta: &Meta, earlier: impl Fn(usize) -> Option<&'m Meta>) {
         let n = self.len;
         // The earliest message any of this message's results answers: every cut after it, up
         // to and including n, now separates a call from its result.
         let earliest = meta
             .tool_results
             .iter()
-            .filter_map(|id| self.calls.get(&**id).map(|&u| u as usize))
+            .filter_map(|id| self.issuer(id, &earlier))
             .min();
         if let Some(lo) = earliest {
             while self.safe.last().is_some_and(|&cut| cut as usize > lo) {
@@ -201,7 +229,7 @@ impl Cuts {
         self.safe.push(stored(n + 1));
         // Calls register after the results: a message's results never answer its own calls.
         for id in meta.tool_uses.iter() {
-            self.calls.insert(Arc::clone(id), stored(n)); // the message's own id, shared
+            self.calls.insert(id_hash(id), stored(n));
         }
         let real = meta.is_real_user();
         if real {
@@ -509,11 +537,46 @@ mod tests {
         assert_eq!(idx.round_starts().collect::<Vec<_>>(), vec![0, 2]);
     }
 
+    proptest::proptest! {
+        /// Safe cuts agree with the definition (every result answers the latest earlier
+        /// message issuing its id) when ids collide in the call map: under `cfg(test)` the
+        /// map's hash has 4 values, so most lookups check a colliding entry and search back.
+        #[test]
+        fn colliding_ids_pair_with_the_latest_call(
+            steps in proptest::collection::vec((0u8..3, 0u8..9), 0..60)
+        ) {
+            let metas: Vec<Meta> = steps
+                .iter()
+                .map(|&(kind, id)| {
+                    let id = format!("c{id}");
+                    match kind {
+                        0 => call(&[id.as_str()]),
+                        1 => results(&[id.as_str()]),
+                        _ => user(),
+                    }
+                })
+                .collect();
+            let latest = |id: &str, r: usize| {
+                (0..r).rev().find(|&u| metas[u].tool_uses.iter().any(|t| &**t == id))
+            };
+            let pairs: Vec<(usize, usize)> = (0..metas.len())
+                .flat_map(|r| {
+                    metas[r].tool_results.iter().filter_map(move |id| latest(id, r).map(|u| (u, r)))
+                })
+                .collect();
+            let expected: Vec<usize> = (0..=metas.len())
+                .filter(|&i| !pairs.iter().any(|&(u, r)| u < i && i <= r))
+                .collect();
+            proptest::prop_assert_eq!(safe(&metas), expected);
+        }
+    }
+
     #[test]
     fn clones_are_independent() {
         let mut a = Cuts::from_metas(&[user(), call(&["x"])]);
         let b = a.clone();
-        a.push(&results(&["x"]));
+        let x = call(&["x"]);
+        a.push(&results(&["x"]), |u| (u == 1).then_some(&x));
         assert!(b.is_safe_cut(2));
         assert!(!a.is_safe_cut(2));
     }

@@ -575,7 +575,9 @@ impl<P> MessageLog<P> {
             .last()
             .map_or(0, Record::cum_tokens)
             .saturating_add(u64::from(tokens));
-        s.index.push(&item.meta);
+        let entries = &s.entries;
+        s.index
+            .push(&item.meta, |u| entries.get(u).map(|r| &r.item.meta));
         s.entries.push(Record::new(item, cum_tokens, turn.owner));
         if s.turns.last().is_none_or(|run| run.number != turn.number) {
             s.turns.push(Run {
