@@ -30,8 +30,7 @@
 //! # The incremental index
 //!
 //! [`Cuts`] keeps these facts for a growing log in persistent structures ([`Column`]s of
-//! `u32` positions, an `imbl` B-tree of call ids), so a
-//! clone is O(1) and a clone never sees later pushes. Appending message `n` whose results answer
+//! `u32` positions, an `imbl` B-tree of call-id hashes), so a clone is O(1) and a clone never sees later pushes. Appending message `n` whose results answer
 //! messages `u₁, u₂, …` makes every cut in `min(u)+1 ..= n` unsafe, forever: appends only add
 //! pairs, so a cut never becomes safe again. The sorted set of safe cuts therefore behaves like
 //! a stack: pop every safe cut above `min(u)`, push `n + 1`. Each cut is pushed once and popped
@@ -52,8 +51,8 @@ use crate::meta::{Meta, Role};
 use crate::search::partition_point_near;
 
 /// The most messages an index (and so a log) holds: positions are kept as `u32`, 4 bytes
-/// instead of 8 each. A log that long would need hundreds of GB; the bindings refuse an
-/// append past it.
+/// instead of 8 each. A log that long would need ~64 GB for its records alone;
+/// [`crate::log::MessageLog::push`] ignores a push past it rather than wrap a position.
 pub const MAX_MESSAGES: usize = u32::MAX as usize - 1;
 
 /// A position as stored (`MAX_MESSAGES` bounds every index, so it fits).

@@ -18,14 +18,31 @@
 //! The obvious `RwLock<Arc<Vec<Entry>>>` with `Arc::make_mut` makes a snapshot O(1), but the
 //! first append after every snapshot copies the whole vector: an agent that snapshots before
 //! each model call pays O(n) per step, which fails the "append stays flat while snapshots are
-//! alive" requirement. The log is instead an `imbl::Vector` (an RRB tree of 64-slot chunks):
-//! clone is O(1) and `push_back` on a shared vector copies only the tail chunk and the path to
-//! it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64 reference-count
-//! bumps, never a deep copy of payloads or metas. The safe cuts, turn and round starts and the
-//! call-id map live in the same value (`Cuts`: `imbl` vectors and a HAMT keyed by
-//! `Arc<str>`, so copying a HAMT node bumps counts instead of allocating), and the whole state
-//! sits behind one more `Arc`: a snapshot is one reference-count bump instead of ~20 (one per
-//! tree root), and the first write after it pays that copy once.
+//! alive" requirement. The log is instead a [`Column`] of records: full chunks of 64 records,
+//! immutable and shared, in an `imbl::Vector`, and a tail of fewer than 64 that grows by half
+//! and is copied (at most 63 records) by the first push after a clone; clone is O(1) and
+//! push amortised O(1) also while clones are alive. The safe cuts, turn and round starts
+//! (`Cuts`: `Column`s of `u32` positions and a B-tree of call-id hashes) and the turn runs
+//! live in the same value, and the whole state sits behind one more `Arc`: a snapshot is one
+//! reference-count bump, and the first write after it copies the roots once.
+//!
+//! Memory per entry
+//! ----------------
+//! An agent server holds thousands of short sessions, so an entry and a short log's fixed
+//! cost are both kept small (`tests/log_memory.rs` counts them: 45 bytes per entry for a
+//! 50-message log, 37 at 1,000):
+//! - A record is 16 bytes: an `Arc<Item>` (the message and its facts, shared: the bindings
+//!   keep one item per Python message, so every session, snapshot and fork holding a message
+//!   holds the same one) and the running token total with the turn's side in its low bit.
+//!   The entry's own count is the difference of two totals, so a count given by an exact
+//!   counter needs no copy of the facts. Turn numbers change once per turn: they are kept as
+//!   runs (first entry, number), 8 bytes a turn.
+//! - A `Column` allocates nothing while empty and its tail grows by half (4, 6, 9, 13, …), so
+//!   a short sequence costs about its items; an `imbl::Vector` takes a whole 64-slot chunk
+//!   as soon as it leaves its inline buffer.
+//! - The cut index stores positions as `u32` (at most [`MAX_MESSAGES`] messages) and the
+//!   call map as a B-tree of 64-bit id hashes (a HAMT allocates 32-slot nodes however few
+//!   ids they hold).
 //!
 //! Generations
 //! -----------
@@ -39,24 +56,28 @@
 //!
 //! Costs
 //! -----
-//! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
-//! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
+//! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (the call
+//! map), also while clones are alive. `tokens(a, b)`: two lookups in the running totals, O(1)
+//! in the tail and O(log₆₄ n) before it. Reading entry `i`'s turn: O(log t) over the t turn
+//! runs, galloping from the newest; iterating entries steps through the runs in order.
 //! Cut queries: searches that gallop from where the answer should be, O(log n) probes at
 //! worst and O(log d) for an answer d places from that guess — a budget's cut lies near the
 //! end, so `fit_budget` costs the same at 100k entries as at 1k.
 //! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n).
 //!
-//! Measured (`cargo bench --bench core`, release, 2-core VM; 1k / 10k / 100k entries):
+//! Measured (`cargo bench --bench core`, release, the 2-core VM shared with other jobs; best
+//! of 2 runs; 1k / 10k / 100k entries). In brackets, the `imbl`-vector log of `Arc<Entry>`s
+//! this replaced, best of 3 runs interleaved with these:
 //!
 //! | operation | 1k | 10k | 100k |
 //! |---|---|---|---|
-//! | push, no live snapshot | 218 ns | 278 ns | 334 ns |
-//! | push, snapshot taken before each push and kept | 593 ns | 656 ns | 764 ns |
-//! | snapshot / fork | 4.4 ns | 4.5 ns | 4.6 ns |
-//! | fork, then push to it | 716 ns | 466 ns | 644 ns |
-//! | `fit_budget(8_000)` | 0.17–0.37 µs | 0.18 µs | 0.18 µs |
-//! | `tokens(a, b)` | 25 ns | 40 ns | 111 ns |
-//! | agent step: 4 pushes + snapshot + `fit_budget` | 1.02 µs | 0.96 µs | 1.06 µs |
+//! | push, no live snapshot | 136 ns (194) | 129 ns (216) | 169 ns (294) |
+//! | push, snapshot taken before each push and kept | 478 ns (754) | 486 ns (903) | 520 ns (714) |
+//! | snapshot / fork | 9.8 ns (10.3) | 9.7 ns (11.5) | 9.6 ns (10.9) |
+//! | fork, then push to it | 851 ns (1154) | 562 ns (773) | 804 ns (1161) |
+//! | `fit_budget(8_000)` | 62 ns (85) | 57 ns (84) | 54 ns (83) |
+//! | `tokens(a, b)` | 8.5 ns (15.4) | 11.2 ns (24.5) | 18.9 ns (28.7) |
+//! | agent step: 4 pushes + snapshot + `fit_budget` | 0.61 µs (0.68) | 0.52 µs (0.61) | 0.64 µs (0.69) |
 
 use std::fmt;
 use std::sync::Arc;
@@ -510,8 +531,9 @@ impl<P> MessageLog<P> {
     }
 
     /// [`MessageLog::push`] of a shared message, counted as `tokens` (its `meta.tokens` is
-    /// not read). At most [`MAX_MESSAGES`] messages: a push past it is ignored (the
-    /// bindings refuse it first) and returns the length.
+    /// not read). At most [`MAX_MESSAGES`] messages (~64 GB of records, beyond any real
+    /// process): a push past it is ignored, rather than wrap a stored position, and returns
+    /// the length.
     pub fn push_item(&mut self, item: Arc<Item<P>>, tokens: u32) -> usize {
         if self.len() >= MAX_MESSAGES {
             return self.len();
