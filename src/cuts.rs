@@ -29,8 +29,8 @@
 //!
 //! # The incremental index
 //!
-//! [`Cuts`] keeps these facts for a growing log in persistent (`imbl`) structures, so a
-//! clone is O(1) and a clone never sees later pushes. Appending message `n` whose results answer
+//! [`Cuts`] keeps these facts for a growing log in persistent structures ([`Column`]s of
+//! `u32` positions, an `imbl` B-tree of call-id hashes), so a clone is O(1) and a clone never sees later pushes. Appending message `n` whose results answer
 //! messages `u₁, u₂, …` makes every cut in `min(u)+1 ..= n` unsafe, forever: appends only add
 //! pairs, so a cut never becomes safe again. The sorted set of safe cuts therefore behaves like
 //! a stack: pop every safe cut above `min(u)`, push `n + 1`. Each cut is pushed once and popped
@@ -44,19 +44,49 @@
 //!
 //! The `validate` module checks a plain list of messages under the same pairing rule.
 
-use std::sync::Arc;
+use imbl::OrdMap;
 
-use imbl::{HashMap, Vector};
-
+use crate::column::Column;
 use crate::meta::{Meta, Role};
 use crate::search::partition_point_near;
 
+/// The most messages an index (and so a log) holds: positions are kept as `u32`, 4 bytes
+/// instead of 8 each. A log that long would need ~64 GB for its records alone; appends and
+/// rewrites past it are refused ([`crate::log::MessageLog::check_room`]).
+pub const MAX_MESSAGES: usize = u32::MAX as usize - 1;
+
+/// A position as stored (`MAX_MESSAGES` bounds every index, so it fits).
+fn stored(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// The map key of a tool use id. Under `cfg(test)` a 2-bit hash, so that the unit tests
+/// meet collisions all the time.
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = rustc_hash::FxHasher::default();
+    id.hash(&mut hasher);
+    let hash = hasher.finish();
+    if cfg!(test) {
+        hash % 4
+    } else {
+        hash
+    }
+}
+
+/// A sorted position column, read back as `usize`.
+type Positions = Column<u32>;
+
+fn at(sorted: &Positions, p: usize) -> Option<usize> {
+    sorted.get(p).map(|&c| c as usize)
+}
+
 /// The position of the first element `>= value` in `sorted` (ascending positions in
 /// `0..=len`), searched from where it would be if the positions were spread evenly.
-fn first_at_least(sorted: &Vector<usize>, value: usize, len: usize) -> usize {
+fn first_at_least(sorted: &Positions, value: usize, len: usize) -> usize {
     let n = sorted.len();
     let hint = (value.min(len) as u128 * n as u128 / (len as u128 + 1)) as usize;
-    partition_point_near(n, hint, |p| sorted.get(p).is_some_and(|&c| c >= value))
+    partition_point_near(n, hint, |p| at(sorted, p).is_some_and(|c| c >= value))
 }
 
 /// Incrementally maintained safe cuts, turn starts and round starts of a growing list of
@@ -66,22 +96,24 @@ pub struct Cuts {
     /// Number of messages pushed.
     len: usize,
     /// Every safe cut, ascending. Always holds 0 and `len`.
-    safe: Vector<usize>,
-    /// Tool use id → index of the latest message issuing it. `Arc<str>` keys because a push
-    /// while a clone is alive copies the HAMT nodes on the path, cloning every key in them: a
-    /// refcount bump instead of an allocation each.
-    calls: HashMap<Arc<str>, usize>,
+    safe: Positions,
+    /// Hash of a tool use id → index of the latest message issuing an id with that hash
+    /// (see [`Cuts::issuer`]: a hit is checked against that message's ids). A B-tree
+    /// (`OrdMap`, 16-key nodes) rather than a HAMT, whose nodes have 32 slots allocated
+    /// whatever they hold (~2 KB for a short session's dozen calls); hashed keys take 8 bytes
+    /// where the ids would take 16 (and a reference count each).
+    calls: OrdMap<u64, u32>,
     /// Indices of real user messages, ascending.
-    turn_starts: Vector<usize>,
+    turn_starts: Positions,
     /// Round starts, ascending.
-    round_starts: Vector<usize>,
+    round_starts: Positions,
     /// Role and realness of the last message, for the round rule.
     last: Option<(Role, bool)>,
     /// Number of leading system messages.
     leading_system: usize,
     /// Real user messages that are safe cuts (user cuts), ascending. Popped together with
     /// `safe`, so it stays the intersection of the two.
-    user: Vector<usize>,
+    user: Positions,
     /// The earliest message the first real user message's results answer, if any.
     task_answers_from: Option<usize>,
 }
@@ -110,17 +142,17 @@ impl Cuts {
     /// The index of an empty list: the only cut is 0, and it is safe.
     #[must_use]
     pub fn new() -> Self {
-        let mut safe = Vector::new();
-        safe.push_back(0);
+        let mut safe = Positions::new();
+        safe.push(0);
         Self {
             len: 0,
             safe,
-            calls: HashMap::new(),
-            turn_starts: Vector::new(),
-            round_starts: Vector::new(),
+            calls: OrdMap::new(),
+            turn_starts: Positions::new(),
+            round_starts: Positions::new(),
             last: None,
             leading_system: 0,
-            user: Vector::new(),
+            user: Positions::new(),
             task_answers_from: None,
         }
     }
@@ -129,10 +161,25 @@ impl Cuts {
     #[must_use]
     pub fn from_metas<'a>(metas: impl IntoIterator<Item = &'a Meta>) -> Self {
         let mut index = Self::new();
+        let mut seen: Vec<&Meta> = Vec::new();
         for meta in metas {
-            index.push(meta);
+            index.push(meta, |u| seen.get(u).copied());
+            seen.push(meta);
         }
         index
+    }
+
+    /// The latest message before this one that issues tool use `id`: the map's entry for
+    /// its hash, if that message does issue `id`; otherwise (another id with the same hash
+    /// was issued later, a 64-bit collision) a search back from there. `earlier(u)` is
+    /// message `u`'s facts.
+    fn issuer<'m>(&self, id: &str, earlier: &impl Fn(usize) -> Option<&'m Meta>) -> Option<usize> {
+        let latest = *self.calls.get(&id_hash(id))? as usize;
+        let issues = |u: usize| earlier(u).is_some_and(|m| m.tool_uses.iter().any(|t| &**t == id));
+        if issues(latest) {
+            return Some(latest);
+        }
+        (0..latest).rev().find(|&u| issues(u))
     }
 
     /// Number of messages indexed.
@@ -147,29 +194,30 @@ impl Cuts {
         self.len == 0
     }
 
-    /// Indexes the next message. Amortised O(1) (plus O(log n) per tool block for the id map),
-    /// also while clones are alive.
-    pub fn push(&mut self, meta: &Meta) {
+    /// Indexes the next message; `earlier(u)` gives the facts of message `u` already
+    /// indexed. Amortised O(1) (plus O(log n) per tool block for the id map), also while
+    /// clones are alive.
+    pub fn push<'m>(&mut self, meta: &Meta, earlier: impl Fn(usize) -> Option<&'m Meta>) {
         let n = self.len;
         // The earliest message any of this message's results answers: every cut after it, up
         // to and including n, now separates a call from its result.
         let earliest = meta
             .tool_results
             .iter()
-            .filter_map(|id| self.calls.get(&**id).copied())
+            .filter_map(|id| self.issuer(id, &earlier))
             .min();
         if let Some(lo) = earliest {
-            while self.safe.back().is_some_and(|&cut| cut > lo) {
-                self.safe.pop_back();
+            while self.safe.last().is_some_and(|&cut| cut as usize > lo) {
+                self.safe.pop();
             }
-            while self.user.back().is_some_and(|&cut| cut > lo) {
-                self.user.pop_back();
+            while self.user.last().is_some_and(|&cut| cut as usize > lo) {
+                self.user.pop();
             }
         }
         // Cut n was safe before this message (n is always safe at the end); it stays safe
         // iff nothing popped it, and it is a user cut iff this message is a real user one.
-        if meta.is_real_user() && self.safe.back() == Some(&n) {
-            self.user.push_back(n);
+        if meta.is_real_user() && self.safe.last() == Some(&stored(n)) {
+            self.user.push(stored(n));
         }
         if meta.role == Role::System && self.leading_system == n {
             self.leading_system = n + 1;
@@ -177,21 +225,21 @@ impl Cuts {
         if meta.is_real_user() && self.turn_starts.is_empty() {
             self.task_answers_from = earliest;
         }
-        self.safe.push_back(n + 1);
+        self.safe.push(stored(n + 1));
         // Calls register after the results: a message's results never answer its own calls.
         for id in meta.tool_uses.iter() {
-            self.calls.insert(Arc::clone(id), n); // the message's own id, shared
+            self.calls.insert(id_hash(id), stored(n));
         }
         let real = meta.is_real_user();
         if real {
-            self.turn_starts.push_back(n);
-            self.round_starts.push_back(n);
+            self.turn_starts.push(stored(n));
+            self.round_starts.push(stored(n));
         } else if meta.role == Role::Assistant
             && self
                 .last
                 .is_none_or(|(role, last_real)| role != Role::Assistant && !last_real)
         {
-            self.round_starts.push_back(n);
+            self.round_starts.push(stored(n));
         }
         self.last = Some((meta.role, real));
         self.len = n + 1;
@@ -200,7 +248,7 @@ impl Cuts {
     /// Whether cut `i` is safe; false for `i > len`.
     #[must_use]
     pub fn is_safe_cut(&self, i: usize) -> bool {
-        i <= self.len && self.safe.binary_search(&i).is_ok()
+        i <= self.len && at(&self.safe, first_at_least(&self.safe, i, self.len)) == Some(i)
     }
 
     /// The largest safe cut `<= i` (`i` clamped to `len`). Never fails: 0 is always safe.
@@ -209,7 +257,7 @@ impl Cuts {
         let i = i.min(self.len);
         first_at_least(&self.safe, i + 1, self.len)
             .checked_sub(1)
-            .and_then(|p| self.safe.get(p).copied())
+            .and_then(|p| at(&self.safe, p))
             .unwrap_or(0)
     }
 
@@ -218,7 +266,7 @@ impl Cuts {
     pub fn safe_cut_at_or_after(&self, i: usize) -> usize {
         let i = i.min(self.len);
         let pos = first_at_least(&self.safe, i, self.len);
-        self.safe.get(pos).copied().unwrap_or(self.len)
+        at(&self.safe, pos).unwrap_or(self.len)
     }
 
     /// Number of safe cuts (including 0 and `len`).
@@ -229,7 +277,7 @@ impl Cuts {
 
     /// All safe cuts, ascending.
     pub fn safe_cuts(&self) -> impl Iterator<Item = usize> + '_ {
-        self.safe.iter().copied()
+        self.safe.iter().map(|&c| c as usize)
     }
 
     /// Number of real user messages (turn starts).
@@ -246,12 +294,12 @@ impl Cuts {
 
     /// Turn starts, ascending.
     pub fn turn_starts(&self) -> impl Iterator<Item = usize> + '_ {
-        self.turn_starts.iter().copied()
+        self.turn_starts.iter().map(|&c| c as usize)
     }
 
     /// Round starts, ascending.
     pub fn round_starts(&self) -> impl Iterator<Item = usize> + '_ {
-        self.round_starts.iter().copied()
+        self.round_starts.iter().map(|&c| c as usize)
     }
 
     /// The start of the `k`-th last turn (`k = 1` is the newest); `None` if `k == 0` or there
@@ -279,36 +327,35 @@ impl Cuts {
     /// The first real user message (the task), if any.
     #[must_use]
     pub fn first_turn_start(&self) -> Option<usize> {
-        self.turn_starts.front().copied()
+        at(&self.turn_starts, 0)
     }
 
     /// The largest user cut `<= i`, if any. O(log n).
     #[must_use]
     pub fn user_cut_at_or_before(&self, i: usize) -> Option<usize> {
         let pos = first_at_least(&self.user, i.saturating_add(1), self.len);
-        pos.checked_sub(1).and_then(|p| self.user.get(p).copied())
+        pos.checked_sub(1).and_then(|p| at(&self.user, p))
     }
 
     /// The smallest user cut `>= i`, if any. O(log n).
     #[must_use]
     pub fn user_cut_at_or_after(&self, i: usize) -> Option<usize> {
         let pos = first_at_least(&self.user, i, self.len);
-        self.user.get(pos).copied()
+        at(&self.user, pos)
     }
 
     /// The first round start `>= i`, if any. O(log n).
     #[must_use]
     pub fn round_start_at_or_after(&self, i: usize) -> Option<usize> {
         let pos = first_at_least(&self.round_starts, i, self.len);
-        self.round_starts.get(pos).copied()
+        at(&self.round_starts, pos)
     }
 
     /// The last round start `< end`, if any. O(log n).
     #[must_use]
     pub fn round_start_before(&self, end: usize) -> Option<usize> {
         let pos = first_at_least(&self.round_starts, end, self.len);
-        pos.checked_sub(1)
-            .and_then(|p| self.round_starts.get(p).copied())
+        pos.checked_sub(1).and_then(|p| at(&self.round_starts, p))
     }
 
     /// The pinned head: the leading system messages and, if `pin_task`, the first real user
@@ -343,14 +390,11 @@ impl Cuts {
     }
 }
 
-fn kth_last(starts: &Vector<usize>, k: usize) -> Option<usize> {
+fn kth_last(starts: &Positions, k: usize) -> Option<usize> {
     if k == 0 {
         return None;
     }
-    starts
-        .len()
-        .checked_sub(k)
-        .and_then(|p| starts.get(p).copied())
+    starts.len().checked_sub(k).and_then(|p| at(starts, p))
 }
 
 #[cfg(test)]
@@ -492,11 +536,46 @@ mod tests {
         assert_eq!(idx.round_starts().collect::<Vec<_>>(), vec![0, 2]);
     }
 
+    proptest::proptest! {
+        /// Safe cuts agree with the definition (every result answers the latest earlier
+        /// message issuing its id) when ids collide in the call map: under `cfg(test)` the
+        /// map's hash has 4 values, so most lookups check a colliding entry and search back.
+        #[test]
+        fn colliding_ids_pair_with_the_latest_call(
+            steps in proptest::collection::vec((0u8..3, 0u8..9), 0..60)
+        ) {
+            let metas: Vec<Meta> = steps
+                .iter()
+                .map(|&(kind, id)| {
+                    let id = format!("c{id}");
+                    match kind {
+                        0 => call(&[id.as_str()]),
+                        1 => results(&[id.as_str()]),
+                        _ => user(),
+                    }
+                })
+                .collect();
+            let latest = |id: &str, r: usize| {
+                (0..r).rev().find(|&u| metas[u].tool_uses.iter().any(|t| &**t == id))
+            };
+            let pairs: Vec<(usize, usize)> = (0..metas.len())
+                .flat_map(|r| {
+                    metas[r].tool_results.iter().filter_map(move |id| latest(id, r).map(|u| (u, r)))
+                })
+                .collect();
+            let expected: Vec<usize> = (0..=metas.len())
+                .filter(|&i| !pairs.iter().any(|&(u, r)| u < i && i <= r))
+                .collect();
+            proptest::prop_assert_eq!(safe(&metas), expected);
+        }
+    }
+
     #[test]
     fn clones_are_independent() {
         let mut a = Cuts::from_metas(&[user(), call(&["x"])]);
         let b = a.clone();
-        a.push(&results(&["x"]));
+        let x = call(&["x"]);
+        a.push(&results(&["x"]), |u| (u == 1).then_some(&x));
         assert!(b.is_safe_cut(2));
         assert!(!a.is_safe_cut(2));
     }

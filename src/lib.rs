@@ -29,6 +29,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod column;
 pub mod cuts;
 pub mod log;
 pub mod meta;

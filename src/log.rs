@@ -18,14 +18,31 @@
 //! The obvious `RwLock<Arc<Vec<Entry>>>` with `Arc::make_mut` makes a snapshot O(1), but the
 //! first append after every snapshot copies the whole vector: an agent that snapshots before
 //! each model call pays O(n) per step, which fails the "append stays flat while snapshots are
-//! alive" requirement. The log is instead an `imbl::Vector` (an RRB tree of 64-slot chunks):
-//! clone is O(1) and `push_back` on a shared vector copies only the tail chunk and the path to
-//! it, amortised O(1). Entries sit behind `Arc` so that copying a chunk is 64 reference-count
-//! bumps, never a deep copy of payloads or metas. The safe cuts, turn and round starts and the
-//! call-id map live in the same value (`Cuts`: `imbl` vectors and a HAMT keyed by
-//! `Arc<str>`, so copying a HAMT node bumps counts instead of allocating), and the whole state
-//! sits behind one more `Arc`: a snapshot is one reference-count bump instead of ~20 (one per
-//! tree root), and the first write after it pays that copy once.
+//! alive" requirement. The log is instead a [`Column`] of records: full chunks of 64 records,
+//! immutable and shared, in an `imbl::Vector`, and a tail of fewer than 64 that grows by half
+//! and is copied (at most 63 records) by the first push after a clone; clone is O(1) and
+//! push amortised O(1) also while clones are alive. The safe cuts, turn and round starts
+//! (`Cuts`: `Column`s of `u32` positions and a B-tree of call-id hashes) and the turn runs
+//! live in the same value, and the whole state sits behind one more `Arc`: a snapshot is one
+//! reference-count bump, and the first write after it copies the roots once.
+//!
+//! Memory per entry
+//! ----------------
+//! An agent server holds thousands of short sessions, so an entry and a short log's fixed
+//! cost are both kept small (`tests/log_memory.rs` counts them: 45 bytes per entry for a
+//! 50-message log, 37 at 1,000):
+//! - A record is 16 bytes: an `Arc<Item>` (the message and its facts, shared: the bindings
+//!   keep one item per Python message, so every session, snapshot and fork holding a message
+//!   holds the same one) and the running token total with the turn's side in its low bit.
+//!   The entry's own count is the difference of two totals, so a count given by an exact
+//!   counter needs no copy of the facts. Turn numbers change once per turn: they are kept as
+//!   runs (first entry, number), 8 bytes a turn.
+//! - A `Column` allocates nothing while empty and its tail grows by half (4, 6, 9, 13, …), so
+//!   a short sequence costs about its items; an `imbl::Vector` takes a whole 64-slot chunk
+//!   as soon as it leaves its inline buffer.
+//! - The cut index stores positions as `u32` (at most [`MAX_MESSAGES`] messages) and the
+//!   call map as a B-tree of 64-bit id hashes (a HAMT allocates 32-slot nodes however few
+//!   ids they hold).
 //!
 //! Generations
 //! -----------
@@ -39,55 +56,266 @@
 //!
 //! Costs
 //! -----
-//! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (HAMT), also
-//! while clones are alive. `tokens(a, b)`: two O(log₆₄ n) lookups in the cumulative counts.
+//! `snapshot`/`fork`: O(1). `push`: amortised O(1) plus O(log n) per tool block (the call
+//! map), also while clones are alive. `tokens(a, b)`: two lookups in the running totals, O(1)
+//! in the tail and O(log₆₄ n) before it. Reading entry `i`'s turn: O(log t) over the t turn
+//! runs, galloping from the newest; iterating entries steps through the runs in order.
 //! Cut queries: searches that gallop from where the answer should be, O(log n) probes at
 //! worst and O(log d) for an answer d places from that guess — a budget's cut lies near the
 //! end, so `fit_budget` costs the same at 100k entries as at 1k.
 //! `clear`: O(1). `replace_prefix` and `remove_turn` rebuild: O(n).
 //!
-//! Measured (`cargo bench --bench core`, release, 2-core VM; 1k / 10k / 100k entries):
+//! Measured (`cargo bench --bench core`, release, the 2-core VM shared with other jobs; best
+//! of 2 runs; 1k / 10k / 100k entries). In brackets, the `imbl`-vector log of `Arc<Entry>`s
+//! this replaced, best of 3 runs interleaved with these:
 //!
 //! | operation | 1k | 10k | 100k |
 //! |---|---|---|---|
-//! | push, no live snapshot | 218 ns | 278 ns | 334 ns |
-//! | push, snapshot taken before each push and kept | 593 ns | 656 ns | 764 ns |
-//! | snapshot / fork | 4.4 ns | 4.5 ns | 4.6 ns |
-//! | fork, then push to it | 716 ns | 466 ns | 644 ns |
-//! | `fit_budget(8_000)` | 0.17–0.37 µs | 0.18 µs | 0.18 µs |
-//! | `tokens(a, b)` | 25 ns | 40 ns | 111 ns |
-//! | agent step: 4 pushes + snapshot + `fit_budget` | 1.02 µs | 0.96 µs | 1.06 µs |
+//! | push, no live snapshot | 136 ns (194) | 129 ns (216) | 169 ns (294) |
+//! | push, snapshot taken before each push and kept | 478 ns (754) | 486 ns (903) | 520 ns (714) |
+//! | snapshot / fork | 9.8 ns (10.3) | 9.7 ns (11.5) | 9.6 ns (10.9) |
+//! | fork, then push to it | 851 ns (1154) | 562 ns (773) | 804 ns (1161) |
+//! | `fit_budget(8_000)` | 62 ns (85) | 57 ns (84) | 54 ns (83) |
+//! | `tokens(a, b)` | 8.5 ns (15.4) | 11.2 ns (24.5) | 18.9 ns (28.7) |
+//! | agent step: 4 pushes + snapshot + `fit_budget` | 0.61 µs (0.68) | 0.52 µs (0.61) | 0.64 µs (0.69) |
 
 use std::fmt;
 use std::sync::Arc;
 
-use imbl::Vector;
-
-use crate::cuts::{Cuts, PinnedHead};
+use crate::column::Column;
+use crate::cuts::{Cuts, PinnedHead, MAX_MESSAGES};
 use crate::meta::{Meta, Role};
 use crate::search::{partition_point, partition_point_near};
 use crate::turn::{Owner, TurnCounter, TurnId};
 
-/// One message in the log: the caller's payload plus what trimming needs to know about it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry<P> {
+/// A message and its facts, shared: every log (and every snapshot, fork or session) holding
+/// the message holds this one `Arc`. The bindings keep one per Python message object, so a
+/// message held by 10,000 sessions is described once. `meta.tokens` is the message's own
+/// estimate; a log may count it differently (an exact counter), and keeps its count itself.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Item<P> {
     /// The caller's message (the bindings store the Python object).
     pub payload: P,
     /// The facts about the message.
     pub meta: Meta,
-    /// The turn it belongs to.
-    pub turn: TurnId,
-    /// Tokens of this entry and all before it.
-    cum_tokens: u64,
 }
 
-impl<P> Entry<P> {
-    /// Tokens of this entry and every entry before it in the log.
+impl<P> Item<P> {
+    /// A shared item.
     #[must_use]
-    pub fn cumulative_tokens(&self) -> u64 {
-        self.cum_tokens
+    pub fn new(payload: P, meta: Meta) -> Arc<Self> {
+        Arc::new(Self { payload, meta })
     }
 }
+
+/// What the log stores per message: 16 bytes, inline in its column. The turn number is
+/// kept apart, once per run of entries sharing it ([`Run`]).
+struct Record<P> {
+    item: Arc<Item<P>>,
+    /// Tokens of this entry and all before it (the entry's own count is the difference),
+    /// shifted left by one; the low bit is the side of the turn (1: the assistant's).
+    cum_owner: u64,
+}
+
+/// The largest running token total a record holds (2⁶³ - 1; totals saturate there, far past
+/// any real history).
+const MAX_CUM: u64 = u64::MAX >> 1;
+
+impl<P> Clone for Record<P> {
+    fn clone(&self) -> Self {
+        Self {
+            item: Arc::clone(&self.item),
+            cum_owner: self.cum_owner,
+        }
+    }
+}
+
+impl<P> Record<P> {
+    fn new(item: Arc<Item<P>>, cum_tokens: u64, owner: Owner) -> Self {
+        let bit = u64::from(owner == Owner::Assistant);
+        Self {
+            item,
+            cum_owner: (cum_tokens.min(MAX_CUM) << 1) | bit,
+        }
+    }
+
+    fn cum_tokens(&self) -> u64 {
+        self.cum_owner >> 1
+    }
+
+    fn owner(&self) -> Owner {
+        if self.cum_owner & 1 == 1 {
+            Owner::Assistant
+        } else {
+            Owner::User
+        }
+    }
+}
+
+/// Entries from `start` on have turn number `number` (until the next run). Turn numbers
+/// change once per turn, so a run costs 8 bytes per turn instead of 4 per entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    start: u32,
+    number: u32,
+}
+
+/// The turn number of entry `i` (`u32::MAX` if `i` is before every run: past the end of an
+/// empty log). Galloping from the newest run: queries are mostly about recent entries.
+fn turn_in(runs: &Column<Run>, i: usize) -> u32 {
+    let n = runs.len();
+    let after = partition_point_near(n, n, |r| {
+        runs.get(r).is_none_or(|run| run.start as usize > i)
+    });
+    after
+        .checked_sub(1)
+        .and_then(|r| runs.get(r))
+        .map_or(u32::MAX, |run| run.number)
+}
+
+/// One message in the log, as read: the caller's payload plus what trimming knows about it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry<'a, P> {
+    /// The caller's message (the bindings store the Python object).
+    pub payload: &'a P,
+    /// The facts about the message (its `tokens` is the message's own estimate; the log's
+    /// count is [`Entry::tokens`]).
+    pub meta: &'a Meta,
+    /// The turn it belongs to.
+    pub turn: TurnId,
+    /// The tokens the log counts for it.
+    pub tokens: u32,
+    /// Tokens of this entry and all before it.
+    cum_tokens: u64,
+    item: &'a Arc<Item<P>>,
+}
+
+impl<P> Clone for Entry<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Entry<'_, P> {}
+
+impl<'a, P> Entry<'a, P> {
+    fn of(record: &'a Record<P>, before: u64, number: u32) -> Self {
+        let cum_tokens = record.cum_tokens();
+        Self {
+            payload: &record.item.payload,
+            meta: &record.item.meta,
+            turn: TurnId {
+                owner: record.owner(),
+                number,
+            },
+            tokens: cum_tokens.saturating_sub(before) as u32,
+            cum_tokens,
+            item: &record.item,
+        }
+    }
+
+    /// Tokens of this entry and every entry before it in the log.
+    #[must_use]
+    pub fn cumulative_tokens(self) -> u64 {
+        self.cum_tokens
+    }
+
+    /// The shared message and facts (to put the same message in another log).
+    #[must_use]
+    pub fn item(self) -> &'a Arc<Item<P>> {
+        self.item
+    }
+}
+
+/// Entries `start..` of a column range, with their own token counts and turns.
+struct Entries<'a, P> {
+    records: crate::column::Iter<'a, Record<P>>,
+    runs: &'a Column<Run>,
+    /// Index of the next entry from the front.
+    front: usize,
+    /// Cumulative tokens before the next entry from the front.
+    before: u64,
+    /// The turn number of the next entry from the front, and where the run after it starts.
+    run: (u32, usize),
+    /// The index of that next run.
+    next_run: usize,
+}
+
+impl<'a, P> Entries<'a, P> {
+    fn new(state: &'a State<P>, start: usize, end: usize, before: u64) -> Self {
+        let mut entries = Self {
+            records: state.entries.range(start, end),
+            runs: &state.turns,
+            front: start,
+            before,
+            run: (0, 0),
+            next_run: 0,
+        };
+        entries.seek_run();
+        entries
+    }
+
+    /// Finds the run holding `front` (by search, once).
+    fn seek_run(&mut self) {
+        let n = self.runs.len();
+        let front = self.front;
+        let after = partition_point_near(n, n, |r| {
+            self.runs
+                .get(r)
+                .is_none_or(|run| run.start as usize > front)
+        });
+        let number = after
+            .checked_sub(1)
+            .and_then(|r| self.runs.get(r))
+            .map_or(u32::MAX, |run| run.number);
+        let next = self
+            .runs
+            .get(after)
+            .map_or(usize::MAX, |run| run.start as usize);
+        self.run = (number, next);
+        self.next_run = after;
+    }
+}
+
+impl<'a, P> Iterator for Entries<'a, P> {
+    type Item = Entry<'a, P>;
+    fn next(&mut self) -> Option<Entry<'a, P>> {
+        let record = self.records.next()?;
+        while self.front >= self.run.1 {
+            // The next run starts here: step to it (runs are visited in order).
+            let run = self.runs.get(self.next_run).copied();
+            self.next_run += 1;
+            let next = self
+                .runs
+                .get(self.next_run)
+                .map_or(usize::MAX, |r| r.start as usize);
+            self.run = (run.map_or(u32::MAX, |r| r.number), next);
+        }
+        let entry = Entry::of(record, self.before, self.run.0);
+        self.before = record.cum_tokens();
+        self.front += 1;
+        Some(entry)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.records.size_hint()
+    }
+}
+
+impl<P> DoubleEndedIterator for Entries<'_, P> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let back = self.front + self.records.len();
+        let record = self.records.next_back()?;
+        // The record before it: the next from the back, or the front's running total when
+        // none is left between.
+        let before = match self.records.clone().next_back() {
+            Some(prev) => prev.cum_tokens(),
+            None => self.before,
+        };
+        Some(Entry::of(record, before, turn_in(self.runs, back - 1)))
+    }
+}
+
+impl<P> ExactSizeIterator for Entries<'_, P> {}
 
 /// Why a log operation was refused. On error the log is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +336,11 @@ pub enum LogError {
         expected: usize,
         /// The log's length now.
         actual: usize,
+    },
+    /// The log would hold more than [`MAX_MESSAGES`] messages.
+    Full {
+        /// The length the log would have.
+        len: usize,
     },
     /// An index past the end of the log.
     OutOfRange {
@@ -152,6 +385,10 @@ impl fmt::Display for LogError {
             Self::OutOfRange { index, len } => {
                 write!(f, "index {index} out of range for a log of {len} messages")
             }
+            Self::Full { len } => write!(
+                f,
+                "a log holds at most {MAX_MESSAGES} messages; this would make it {len}"
+            ),
             Self::NoSuchTurn(n) => write!(f, "no message in the log belongs to turn {n}"),
             Self::NoAssistantSide(n) => {
                 write!(f, "turn {n} has no assistant message (nothing to remove as a{n})")
@@ -210,7 +447,9 @@ pub struct MessageLog<P> {
 
 /// The log's state; every part is persistent, so copying it copies roots, not entries.
 struct State<P> {
-    entries: Vector<Arc<Entry<P>>>,
+    entries: Column<Record<P>>,
+    /// The turn numbers, one run per change.
+    turns: Column<Run>,
     index: Cuts,
     counter: TurnCounter,
     generation: u64,
@@ -231,6 +470,7 @@ impl<P> Clone for State<P> {
     fn clone(&self) -> Self {
         Self {
             entries: self.entries.clone(),
+            turns: self.turns.clone(),
             index: self.index.clone(),
             counter: self.counter,
             generation: self.generation,
@@ -245,21 +485,18 @@ impl<P> fmt::Debug for MessageLog<P> {
             .field("len", &self.s.entries.len())
             .field("generation", &self.s.generation)
             .field("current_turn", &self.s.counter.current())
-            .field(
-                "total_tokens",
-                &self.s.entries.back().map_or(0, |e| e.cum_tokens),
-            )
+            .field("total_tokens", &self.total_tokens())
             .finish_non_exhaustive()
     }
 }
 
-impl<P: Clone> Default for MessageLog<P> {
+impl<P> Default for MessageLog<P> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Clone> FromIterator<(P, Meta)> for MessageLog<P> {
+impl<P> FromIterator<(P, Meta)> for MessageLog<P> {
     fn from_iter<I: IntoIterator<Item = (P, Meta)>>(iter: I) -> Self {
         let mut log = Self::new();
         log.extend(iter);
@@ -267,13 +504,14 @@ impl<P: Clone> FromIterator<(P, Meta)> for MessageLog<P> {
     }
 }
 
-impl<P: Clone> MessageLog<P> {
+impl<P> MessageLog<P> {
     /// An empty log at generation 0.
     #[must_use]
     pub fn new() -> Self {
         Self {
             s: Arc::new(State {
-                entries: Vector::new(),
+                entries: Column::new(),
+                turns: Column::new(),
                 index: Cuts::new(),
                 counter: TurnCounter::new(),
                 generation: 0,
@@ -313,7 +551,20 @@ impl<P: Clone> MessageLog<P> {
     /// turn is numbered at the current turn, keeping turns contiguous. Otherwise a real user
     /// message starts the next turn, and every message gets the current turn number.
     pub fn push(&mut self, payload: P, meta: Meta) -> usize {
+        let tokens = meta.tokens;
+        self.push_item(Item::new(payload, meta), tokens)
+    }
+
+    /// [`MessageLog::push`] of a shared message, counted as `tokens` (its `meta.tokens` is
+    /// not read). At most [`MAX_MESSAGES`] messages (~64 GB of records, beyond any real
+    /// process): callers check [`MessageLog::check_room`] first (the bindings refuse with an
+    /// error); a push past it anyway is dropped rather than wrap a stored position.
+    pub fn push_item(&mut self, item: Arc<Item<P>>, tokens: u32) -> usize {
+        if self.len() >= MAX_MESSAGES {
+            return self.len();
+        }
         let s = self.state_mut();
+        let meta = &item.meta;
         let turn = if let Some(given) = meta.turn {
             s.counter.raise_to(given.number);
             TurnId {
@@ -329,7 +580,20 @@ impl<P: Clone> MessageLog<P> {
                 number: s.counter.current(),
             }
         };
-        self.push_entry(payload, meta, turn)
+        self.push_entry(item, tokens, turn)
+    }
+
+    /// Checks that `more` messages can be appended (or that a rewrite may leave
+    /// `len() + more`): the log holds at most [`MAX_MESSAGES`].
+    ///
+    /// # Errors
+    /// [`LogError::Full`] otherwise.
+    pub fn check_room(&self, more: usize) -> Result<(), LogError> {
+        let len = self.len().saturating_add(more);
+        if len > MAX_MESSAGES {
+            return Err(LogError::Full { len });
+        }
+        Ok(())
     }
 
     /// Checks that appending messages with these facts, in order, keeps turn numbers from
@@ -362,22 +626,33 @@ impl<P: Clone> MessageLog<P> {
     }
 
     /// Appends a message with a turn id decided by the caller (rebuilds).
-    fn push_entry(&mut self, payload: P, meta: Meta, turn: TurnId) -> usize {
+    fn push_entry(&mut self, item: Arc<Item<P>>, tokens: u32, turn: TurnId) -> usize {
         let s = self.state_mut();
         let n = s.entries.len();
+        // No overflow: at most u32::MAX entries of at most u32::MAX tokens each.
         let cum_tokens = s
             .entries
-            .back()
-            .map_or(0, |e| e.cum_tokens)
-            .saturating_add(u64::from(meta.tokens));
-        s.index.push(&meta);
-        s.entries.push_back(Arc::new(Entry {
-            payload,
-            meta,
-            turn,
-            cum_tokens,
-        }));
+            .last()
+            .map_or(0, Record::cum_tokens)
+            .saturating_add(u64::from(tokens));
+        let entries = &s.entries;
+        s.index
+            .push(&item.meta, |u| entries.get(u).map(|r| &r.item.meta));
+        s.entries.push(Record::new(item, cum_tokens, turn.owner));
+        if s.turns.last().is_none_or(|run| run.number != turn.number) {
+            s.turns.push(Run {
+                start: n as u32, // n < MAX_MESSAGES
+                number: turn.number,
+            });
+        }
         n
+    }
+
+    /// Appends shared messages with their token counts, in order.
+    pub fn extend_items<I: IntoIterator<Item = (Arc<Item<P>>, u32)>>(&mut self, items: I) {
+        for (item, tokens) in items {
+            self.push_item(item, tokens);
+        }
     }
 
     /// Appends every message in order.
@@ -389,20 +664,25 @@ impl<P: Clone> MessageLog<P> {
 
     /// The entry at `i`, or `None` past the end.
     #[must_use]
-    pub fn get(&self, i: usize) -> Option<&Entry<P>> {
-        self.s.entries.get(i).map(|e| &**e)
+    pub fn get(&self, i: usize) -> Option<Entry<'_, P>> {
+        let record = self.s.entries.get(i)?;
+        Some(Entry::of(
+            record,
+            self.tokens_before(i),
+            turn_in(&self.s.turns, i),
+        ))
     }
 
     /// The last entry.
     #[must_use]
-    pub fn last(&self) -> Option<&Entry<P>> {
-        self.s.entries.back().map(|e| &**e)
+    pub fn last(&self) -> Option<Entry<'_, P>> {
+        self.len().checked_sub(1).and_then(|i| self.get(i))
     }
 
     /// All entries in order.
     #[must_use]
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
-        self.s.entries.iter().map(|e| &**e)
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
+        self.range(0, self.len())
     }
 
     /// Entries `start..end`, both clamped to the log (an empty range if `start >= end`).
@@ -411,15 +691,21 @@ impl<P: Clone> MessageLog<P> {
         &self,
         start: usize,
         end: usize,
-    ) -> impl DoubleEndedIterator<Item = &Entry<P>> + ExactSizeIterator + '_ {
+    ) -> impl DoubleEndedIterator<Item = Entry<'_, P>> + ExactSizeIterator + '_ {
         let end = end.min(self.len());
         let start = start.min(end);
-        self.s
-            .entries
-            .focus()
-            .narrow(start..end)
-            .into_iter()
-            .map(|e| &**e)
+        Entries::new(&self.s, start, end, self.tokens_before(start))
+    }
+
+    /// The payloads of entries `start..end`, both clamped (a cheaper walk than
+    /// [`MessageLog::range`] when only the messages are wanted).
+    #[must_use]
+    pub fn payloads(
+        &self,
+        start: usize,
+        end: usize,
+    ) -> impl DoubleEndedIterator<Item = &P> + ExactSizeIterator + '_ {
+        self.s.entries.range(start, end).map(|r| &r.item.payload)
     }
 
     /// An O(1) immutable copy: later changes to either side are invisible to the other.
@@ -459,15 +745,32 @@ impl<P: Clone> MessageLog<P> {
         new: Vec<(P, Meta)>,
         expected_generation: u64,
     ) -> Result<(), LogError> {
+        self.replace_prefix_items(upto, items_of(new), expected_generation)
+    }
+
+    /// [`MessageLog::replace_prefix`] with shared messages and their token counts.
+    ///
+    /// # Errors
+    /// As [`MessageLog::replace_prefix`].
+    pub fn replace_prefix_items(
+        &mut self,
+        upto: usize,
+        new: Vec<(Arc<Item<P>>, u32)>,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
         self.check_generation(expected_generation)?;
         let len = self.len();
         if upto > len {
             return Err(LogError::OutOfRange { index: upto, len });
         }
+        if new.len() > upto {
+            self.check_room(new.len() - upto)?;
+        }
         let kept = self
             .range(upto, len)
-            .map(|e| (e.payload.clone(), e.meta.clone()));
-        let mut fresh: Self = new.into_iter().chain(kept).collect();
+            .map(|e| (Arc::clone(e.item()), e.tokens));
+        let mut fresh = Self::new();
+        fresh.extend_items(new.into_iter().chain(kept));
         fresh.state_mut().generation = self.s.generation.wrapping_add(1);
         *self = fresh;
         Ok(())
@@ -617,16 +920,17 @@ impl<P: Clone> MessageLog<P> {
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(start),
-                index: Cuts::from_metas(self.range(0, start).map(|e| &e.meta)),
+                turns: self.runs_before(start),
+                index: Cuts::from_metas(self.range(0, start).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
             }),
         };
         for e in self.range(end, len) {
-            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+            rebuilt.push_entry(Arc::clone(e.item()), e.tokens, e.turn);
         }
-        let newest = rebuilt.s.entries.back().map_or(0, |e| e.turn.number);
+        let newest = rebuilt.s.turns.last().map_or(0, |run| run.number);
         let mut counter = TurnCounter::new();
         counter.raise_to(newest);
         rebuilt.state_mut().counter = counter;
@@ -650,24 +954,42 @@ impl<P: Clone> MessageLog<P> {
         meta: Meta,
         expected_generation: u64,
     ) -> Result<(), LogError> {
+        let tokens = meta.tokens;
+        self.replace_at_item(index, Item::new(payload, meta), tokens, expected_generation)
+    }
+
+    /// [`MessageLog::replace_at`] with a shared message and its token count.
+    ///
+    /// # Errors
+    /// As [`MessageLog::replace_at`].
+    pub fn replace_at_item(
+        &mut self,
+        index: usize,
+        item: Arc<Item<P>>,
+        tokens: u32,
+        expected_generation: u64,
+    ) -> Result<(), LogError> {
         self.check_generation(expected_generation)?;
         let len = self.len();
         if index >= len {
             return Err(LogError::OutOfRange { index, len });
         }
-        let turn = self.s.entries[index].turn;
+        let Some(turn) = self.get(index).map(|e| e.turn) else {
+            return Err(LogError::OutOfRange { index, len });
+        };
         let mut rebuilt = Self {
             s: Arc::new(State {
                 entries: self.s.entries.take(index),
-                index: Cuts::from_metas(self.range(0, index).map(|e| &e.meta)),
+                turns: self.runs_before(index),
+                index: Cuts::from_metas(self.range(0, index).map(|e| e.meta)),
                 counter: self.s.counter,
                 generation: self.s.generation.wrapping_add(1),
                 anchor: None,
             }),
         };
-        rebuilt.push_entry(payload, meta, turn);
+        rebuilt.push_entry(item, tokens, turn);
         for e in self.range(index + 1, len) {
-            rebuilt.push_entry(e.payload.clone(), e.meta.clone(), e.turn);
+            rebuilt.push_entry(Arc::clone(e.item()), e.tokens, e.turn);
         }
         *self = rebuilt;
         Ok(())
@@ -687,28 +1009,40 @@ impl<P: Clone> MessageLog<P> {
             return false;
         }
         for e in current.range(base.len(), current.len()) {
-            self.push(e.payload.clone(), e.meta.clone());
+            self.push_item(Arc::clone(e.item()), e.tokens);
         }
         true
     }
 
     /// Turn number of entry `i` (`u32::MAX` past the end, which sorts after every turn).
     fn turn_number(&self, i: usize) -> u32 {
-        self.s.entries.get(i).map_or(u32::MAX, |e| e.turn.number)
+        if i >= self.len() {
+            return u32::MAX;
+        }
+        turn_in(&self.s.turns, i)
+    }
+
+    /// The turn runs of entries `0..i`.
+    fn runs_before(&self, i: usize) -> Column<Run> {
+        let runs = &self.s.turns;
+        let kept = partition_point(runs.len(), |r| {
+            runs.get(r).is_none_or(|run| run.start as usize >= i)
+        });
+        runs.take(kept)
     }
 
     /// Tokens of all entries before `i` (`i` clamped to the log).
     fn tokens_before(&self, i: usize) -> u64 {
         match i.min(self.len()).checked_sub(1) {
             None => 0,
-            Some(last) => self.s.entries.get(last).map_or(0, |e| e.cum_tokens),
+            Some(last) => self.s.entries.get(last).map_or(0, Record::cum_tokens),
         }
     }
 
     /// Tokens of the whole log.
     #[must_use]
     pub fn total_tokens(&self) -> u64 {
-        self.s.entries.back().map_or(0, |e| e.cum_tokens)
+        self.s.entries.last().map_or(0, Record::cum_tokens)
     }
 
     /// Tokens of entries `start..end`, both clamped (0 if `start >= end`). O(log₆₄ n).
@@ -946,6 +1280,16 @@ impl<P: Clone> MessageLog<P> {
     }
 }
 
+/// Messages and their facts as shared items, counted as their facts say.
+fn items_of<P>(new: Vec<(P, Meta)>) -> Vec<(Arc<Item<P>>, u32)> {
+    new.into_iter()
+        .map(|(payload, meta)| {
+            let tokens = meta.tokens;
+            (Item::new(payload, meta), tokens)
+        })
+        .collect()
+}
+
 fn owner_of(role: Role) -> Owner {
     match role {
         Role::Assistant => Owner::Assistant,
@@ -1012,7 +1356,7 @@ mod tests {
         assert_eq!(log.turn_count(), 2);
         assert_eq!(log.current_turn(), 2);
         assert_eq!(
-            log.range(2, 4).map(|e| e.payload).collect::<Vec<_>>(),
+            log.range(2, 4).map(|e| *e.payload).collect::<Vec<_>>(),
             [2, 3]
         );
         assert_eq!(log.range(5, 1).count(), 0);
@@ -1101,7 +1445,7 @@ mod tests {
         );
         log.replace_prefix(5, summary.clone(), gen).unwrap();
         assert_eq!(
-            log.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            log.iter().map(|e| *e.payload).collect::<Vec<_>>(),
             [100, 5, 6, 7]
         );
         assert_eq!(log.generation(), gen + 1);
@@ -1140,6 +1484,24 @@ mod tests {
     }
 
     #[test]
+    fn check_room_refuses_a_log_past_max_messages() {
+        let mut log: MessageLog<()> = MessageLog::new();
+        assert_eq!(log.check_room(MAX_MESSAGES), Ok(()));
+        assert_eq!(
+            log.check_room(MAX_MESSAGES + 1),
+            Err(LogError::Full {
+                len: MAX_MESSAGES + 1
+            })
+        );
+        log.push((), Meta::new(Role::User, 1));
+        assert!(log.check_room(MAX_MESSAGES).is_err());
+        assert_eq!(
+            log.check_room(usize::MAX),
+            Err(LogError::Full { len: usize::MAX })
+        );
+    }
+
+    #[test]
     fn check_length_refuses_an_append_or_a_rewrite() {
         let mut log = agent_log();
         let (gen, len) = (log.generation(), log.len());
@@ -1171,7 +1533,7 @@ mod tests {
         owner.push(8, Meta::user(8));
         assert!(next.catch_up(&base, &owner));
         assert_eq!(
-            next.iter().map(|e| e.payload).collect::<Vec<_>>(),
+            next.iter().map(|e| *e.payload).collect::<Vec<_>>(),
             [100, 5, 6, 7, 8]
         );
         assert_eq!(next.last().map(|e| e.turn), Some(TurnId::user(3)));
@@ -1180,9 +1542,9 @@ mod tests {
         // Another rewrite won: refuse, unchanged.
         let mut other = base.clone();
         other.remove_turn(2).unwrap();
-        let before: Vec<u32> = next.iter().map(|e| e.payload).collect();
+        let before: Vec<u32> = next.iter().map(|e| *e.payload).collect();
         assert!(!next.catch_up(&base, &other));
-        assert_eq!(next.iter().map(|e| e.payload).collect::<Vec<_>>(), before);
+        assert_eq!(next.iter().map(|e| *e.payload).collect::<Vec<_>>(), before);
     }
 
     #[test]

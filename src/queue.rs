@@ -10,8 +10,9 @@
 //! flush empties the queue into the log in that order, so the history never changes by a
 //! flush, only where its messages are kept.
 
-use crate::log::MessageLog;
-use crate::meta::Meta;
+use std::sync::Arc;
+
+use crate::log::{Item, MessageLog};
 
 /// The most queued items whose buffer a flushed queue keeps.
 const KEPT_CAPACITY: usize = 16;
@@ -69,16 +70,16 @@ impl<Q> IndexQueue<Q> {
         self.items[from.saturating_sub(indexed).min(self.items.len())..].iter()
     }
 
-    /// Indexes every queued item into `log`, in order; `index` turns an item into the log's
-    /// payload and the message's facts.
-    pub fn flush_into<P: Clone>(
+    /// Indexes every queued item into `log`, in order; `index` turns an item into the
+    /// shared message (payload and facts) and the tokens the log counts for it.
+    pub fn flush_into<P>(
         &mut self,
         log: &mut MessageLog<P>,
-        mut index: impl FnMut(Q) -> (P, Meta),
+        mut index: impl FnMut(Q) -> (Arc<Item<P>>, u32),
     ) {
         for item in self.items.drain(..) {
-            let (payload, meta) = index(item);
-            log.push(payload, meta);
+            let (item, tokens) = index(item);
+            log.push_item(item, tokens);
         }
         // An idle log keeps no buffer sized for its largest batch (a history loaded at
         // once would otherwise hold 16 bytes per message here for good); a turn's few
@@ -92,7 +93,7 @@ impl<Q> IndexQueue<Q> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::Role;
+    use crate::meta::{Meta, Role};
     use proptest::prelude::*;
 
     fn meta_of(n: u32) -> Meta {
@@ -101,6 +102,10 @@ mod tests {
             1 => Meta::assistant(n).with_tool_uses([format!("c{n}")]),
             _ => Meta::new(Role::User, n).with_tool_results([format!("c{}", n - 1)]),
         }
+    }
+
+    fn indexed(n: u32) -> (Arc<Item<u32>>, u32) {
+        (Item::new(n, meta_of(n)), n)
     }
 
     proptest! {
@@ -117,22 +122,22 @@ mod tests {
                         eager.push(n, meta_of(n));
                         queue.push(n);
                     }
-                    None => queue.flush_into(&mut lazy, |n| (n, meta_of(n))),
+                    None => queue.flush_into(&mut lazy, indexed),
                 }
                 prop_assert_eq!(lazy.len() + queue.len(), eager.len());
                 let history: Vec<u32> = lazy
                     .iter()
-                    .map(|e| e.payload)
+                    .map(|e| *e.payload)
                     .chain(queue.from_position(0, lazy.len()).copied())
                     .collect();
-                let expected: Vec<u32> = eager.iter().map(|e| e.payload).collect();
+                let expected: Vec<u32> = eager.iter().map(|e| *e.payload).collect();
                 prop_assert_eq!(&history, &expected);
                 for (i, n) in expected.iter().enumerate() {
-                    let got = lazy.get(i).map(|e| e.payload).or(queue.get(i, lazy.len()).copied());
+                    let got = lazy.get(i).map(|e| *e.payload).or(queue.get(i, lazy.len()).copied());
                     prop_assert_eq!(got, Some(*n));
                 }
             }
-            queue.flush_into(&mut lazy, |n| (n, meta_of(n)));
+            queue.flush_into(&mut lazy, indexed);
             prop_assert!(queue.is_empty());
             prop_assert_eq!(lazy.total_tokens(), eager.total_tokens());
             let cuts = |log: &MessageLog<u32>| log.cuts().safe_cuts().collect::<Vec<_>>();

@@ -8,9 +8,9 @@
 /// [`partition_point`] that starts at `hint` and gallops away from it (1, 2, 4, … steps)
 /// before bisecting: O(log d) probes, where d is how far the answer is from `hint`. The log's
 /// queries land near the newest messages (a budget keeps the end of the history), so with a
-/// good hint they cost the same at 100k messages as at 1k — and probes of an `imbl` vector
-/// near one place stay in the same few cached chunks, where a plain bisection touches a new
-/// chunk with every probe.
+/// good hint they cost the same at 100k messages as at 1k — and probes of a column near one
+/// place stay in the same few cached chunks, where a plain bisection touches a new chunk
+/// with every probe.
 pub(crate) fn partition_point_near(
     len: usize,
     hint: usize,

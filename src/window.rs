@@ -66,7 +66,7 @@ pub trait CutIndex {
     fn fit_budget(&self, budget: u64, floor: usize) -> Answer<Cut>;
 }
 
-impl<P: Clone> CutIndex for MessageLog<P> {
+impl<P> CutIndex for MessageLog<P> {
     fn len(&self) -> usize {
         MessageLog::len(self)
     }

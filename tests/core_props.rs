@@ -295,7 +295,7 @@ struct View {
 
 fn view(log: &Log) -> View {
     View {
-        payloads: log.iter().map(|e| e.payload).collect(),
+        payloads: log.iter().map(|e| *e.payload).collect(),
         turns: log.iter().map(|e| e.turn.to_string()).collect(),
         metas: log.iter().map(|e| e.meta.clone()).collect(),
         cum: log.iter().map(Entry::cumulative_tokens).collect(),
@@ -318,8 +318,20 @@ fn check_consistent(log: &Log) -> Result<(), TestCaseError> {
     let mut sum = 0u64;
     for e in log.iter() {
         sum += u64::from(e.meta.tokens);
+        prop_assert_eq!(e.tokens, e.meta.tokens);
         prop_assert_eq!(e.cumulative_tokens(), sum);
     }
+    // Read from the back, and one by one, the entries are the same.
+    let counts = |e: Entry<'_, u32>| (*e.payload, e.tokens, e.cumulative_tokens(), e.turn);
+    let forward: Vec<_> = log.iter().map(counts).collect();
+    let mut backward: Vec<_> = log.iter().rev().map(counts).collect();
+    backward.reverse();
+    prop_assert_eq!(&backward, &forward);
+    let one_by_one: Vec<_> = (0..log.len())
+        .filter_map(|i| log.get(i))
+        .map(counts)
+        .collect();
+    prop_assert_eq!(&one_by_one, &forward);
     let turns: Vec<u32> = log.iter().map(|e| e.turn.number).collect();
     prop_assert!(turns.windows(2).all(|w| w[0] <= w[1]), "{:?}", turns);
     let rounds = brute_round_starts(&metas);
@@ -587,7 +599,7 @@ proptest! {
         expected.extend(before.payloads[upto..].iter().copied());
         log.replace_prefix(upto, new, gen).unwrap();
         prop_assert_eq!(log.generation(), gen + 1);
-        prop_assert_eq!(log.iter().map(|e| e.payload).collect::<Vec<_>>(), expected);
+        prop_assert_eq!(log.iter().map(|e| *e.payload).collect::<Vec<_>>(), expected);
         check_consistent(&log)?;
         // The old generation is now stale.
         prop_assert!(log.replace_prefix(0, vec![], gen).is_err());
@@ -596,7 +608,7 @@ proptest! {
     #[test]
     fn remove_turn_drops_exactly_that_turn(metas in history(), turn in 0u32..8) {
         let mut log = log_of(&metas);
-        let before: Vec<(u32, u32)> = log.iter().map(|e| (e.payload, e.turn.number)).collect();
+        let before: Vec<(u32, u32)> = log.iter().map(|e| (*e.payload, e.turn.number)).collect();
         let current = log.current_turn();
         match log.remove_turn(turn) {
             Ok(n) => {
@@ -605,7 +617,7 @@ proptest! {
                 prop_assert_eq!(n, before.len() - kept.len());
                 // The counter is the newest kept turn, as a log built afresh would have.
                 let newest = kept.last().map_or(0, |&(_, t)| t);
-                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn.number)).collect::<Vec<_>>(), kept);
+                prop_assert_eq!(log.iter().map(|e| (*e.payload, e.turn.number)).collect::<Vec<_>>(), kept);
                 prop_assert!(newest <= current);
                 prop_assert_eq!(log.current_turn(), newest);
                 check_consistent(&log)?;
@@ -614,7 +626,7 @@ proptest! {
             // its result can lie in different turns: such a removal is refused, unchanged.
             Err(LogError::SplitsToolPair { .. }) => {
                 prop_assert!(before.iter().any(|&(_, t)| t == turn));
-                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn.number)).collect::<Vec<_>>(), before);
+                prop_assert_eq!(log.iter().map(|e| (*e.payload, e.turn.number)).collect::<Vec<_>>(), before);
             }
             Err(_) => prop_assert!(before.iter().all(|&(_, t)| t != turn)),
         }
@@ -623,7 +635,7 @@ proptest! {
     #[test]
     fn remove_assistant_turn_keeps_the_users_side(metas in history(), turn in 0u32..8) {
         let mut log = log_of(&metas);
-        let before: Vec<(u32, TurnId)> = log.iter().map(|e| (e.payload, e.turn)).collect();
+        let before: Vec<(u32, TurnId)> = log.iter().map(|e| (*e.payload, e.turn)).collect();
         match log.remove_assistant_turn(turn) {
             Ok(n) => {
                 let start = before.iter().position(|&(_, t)| t == TurnId::assistant(turn)).unwrap();
@@ -631,11 +643,11 @@ proptest! {
                 prop_assert_eq!(n, end - start);
                 let mut kept = before.clone();
                 kept.drain(start..end);
-                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn)).collect::<Vec<_>>(), kept);
+                prop_assert_eq!(log.iter().map(|e| (*e.payload, e.turn)).collect::<Vec<_>>(), kept);
                 check_consistent(&log)?;
             }
             Err(LogError::SplitsToolPair { .. }) => {
-                prop_assert_eq!(log.iter().map(|e| (e.payload, e.turn)).collect::<Vec<_>>(), before);
+                prop_assert_eq!(log.iter().map(|e| (*e.payload, e.turn)).collect::<Vec<_>>(), before);
             }
             Err(_) => prop_assert!(!before.iter().any(|&(_, t)| t == TurnId::assistant(turn))),
         }

@@ -5,7 +5,7 @@
 //! is raised (cached per interpreter), so importing `ctxtrim._core` imports nothing from
 //! `ctxtrim` and `ctxtrim.errors` imports nothing from `_core`: no cycle.
 
-use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyKeyError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::log::LogError;
@@ -34,6 +34,7 @@ pub fn log_error(_py: Python<'_>, err: LogError) -> PyErr {
             StaleGenerationError::new_err((err.to_string(), generation, generation))
         }
         LogError::OutOfRange { .. } => PyIndexError::new_err(err.to_string()),
+        LogError::Full { .. } => PyOverflowError::new_err(err.to_string()),
         LogError::NoSuchTurn(_) | LogError::NoAssistantSide(_) => {
             PyKeyError::new_err(err.to_string())
         }

@@ -22,6 +22,7 @@
 //! reference to it), so `counter.count_message` runs once per message and counter.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
@@ -34,6 +35,7 @@ use super::convert::{check_message, classes, meta_of, tokens_of};
 use super::slots::{CacheSlot, FACTS};
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
+use crate::log::Item;
 use crate::meta::Meta;
 use crate::tail::Facts;
 use crate::tokens::Encoding;
@@ -51,12 +53,31 @@ pub struct PyFacts {
     others: [AtomicU32; 2],
     /// Exact counters' counts, by counter object.
     counted: Mutex<Vec<(Py<PyAny>, u32)>>,
+    /// The message and these facts as the core logs hold them, while any log does: every
+    /// log holding the message shares this one item instead of a copy per entry. Weak, so
+    /// the facts (kept by the message) never keep their message alive.
+    item: Mutex<Weak<Item<Py<PyAny>>>>,
 }
 
 impl PyFacts {
     /// The facts.
     pub fn meta(&self) -> &Meta {
         &self.meta
+    }
+
+    /// The message `msg` (these facts' own) and its facts, shared with every log that holds
+    /// it now; made (once per message, while logs hold it) if none does.
+    pub fn shared_item(&self, msg: &Bound<'_, PyAny>) -> Arc<Item<Py<PyAny>>> {
+        let held = self.item.lock().upgrade();
+        match held {
+            Some(item) if item.payload.is(msg) => item,
+            other => {
+                drop(other); // outside the lock: the last reference may release a message
+                let item = Item::new(msg.clone().unbind(), self.meta.clone());
+                *self.item.lock() = Arc::downgrade(&item);
+                item
+            }
+        }
     }
 
     /// The message's tokens: `counter`'s count if given (called once per counter), else the
@@ -166,6 +187,7 @@ pub fn facts_of<'py>(
             meta,
             others: [AtomicU32::new(UNKNOWN), AtomicU32::new(UNKNOWN)],
             counted: Mutex::new(Vec::new()),
+            item: Mutex::new(Weak::new()),
         },
     )?;
     untrack(facts.as_any());

@@ -224,3 +224,28 @@ def test_safe_cuts_match_brute_force(msgs: list[Message], data: st.DataObject) -
     if fitting and fits:
         assert index == min(fitting)
     assert fits == (log.tokens(index) <= budget)
+
+
+def test_logs_sharing_a_message_keep_their_own_counts_and_release_it() -> None:
+    # Every log holding a message shares one core record of it (kept through the message's
+    # facts); each log still counts it its own way, and dropping the logs releases it.
+    import gc
+    import sys
+
+    message = Message.user("the same message in every session")
+    others = [Message.assistant("reply"), Message.user("next")]
+    baseline = sys.getrefcount(message)
+    exact = MessageLog([message, *others], tokens=[5, 1, 1])
+    default = MessageLog([message, *others])
+    wider = MessageLog([message, *others], encoding="o200k_base")
+    rewritten = exact.fork()
+    rewritten.replace_prefix(1, [Message.user("summary")], rewritten.generation, tokens=[2])
+    assert exact.token_counts()[0] == 5
+    assert default.token_counts()[0] == MessageLog([message]).token_counts()[0] != 5
+    assert wider.token_counts()[0] == MessageLog([message], encoding="o200k_base").total_tokens
+    assert rewritten.token_counts() == [2, 1, 1]
+    assert exact.turn_of(0) == default.turn_of(0) == TurnId.parse("u1")
+    assert exact.snapshot().to_list() == default.to_list() == [message, *others]
+    del exact, default, wider, rewritten
+    gc.collect()
+    assert sys.getrefcount(message) == baseline

@@ -1,5 +1,7 @@
-"""`MessageLog` against a plain-list model: appends are queued and indexed lazily, reads go
-through a mirror list shared by snapshots and forks — none of which may ever show."""
+"""`MessageLog` against a plain-list model: appends are queued and indexed lazily, reads of a
+log of 64 messages or more go through a mirror list shared by snapshots and forks, shorter
+logs' reads are built from their entries — none of which may ever show. `grow` moves logs
+across that length both ways (rewrites and `clear` bring them back under it)."""
 
 from __future__ import annotations
 
@@ -54,18 +56,25 @@ class LogModel(RuleBasedStateMachine):
             log.extend(messages)
             model.extend(messages)
 
+    @rule(i=logs, message=MESSAGES, n=st.integers(1, 70))
+    def grow(self, i: int, message: Message, n: int) -> None:
+        log, model = self.pairs[i]
+        if not log.read_only:
+            log.extend([message] * n)
+            model.extend([message] * n)
+
     @rule(target=logs, i=logs, read_only=st.booleans())
     def copy(self, i: int, read_only: bool) -> int:
         log, model = self.pairs[i]
         self.pairs.append((log.snapshot() if read_only else log.fork(), list(model)))
         return len(self.pairs) - 1
 
-    @rule(i=logs, start=st.integers(0, 8), end=st.none() | st.integers(0, 8))
+    @rule(i=logs, start=st.integers(0, 150), end=st.none() | st.integers(0, 150))
     def read(self, i: int, start: int, end: int | None) -> None:
         log, model = self.pairs[i]
         assert log.to_list(start, end) == model[start:end]
 
-    @rule(i=logs, limit=st.none() | st.integers(0, 6))
+    @rule(i=logs, limit=st.none() | st.integers(0, 100))
     def tail(self, i: int, limit: int | None) -> None:
         log, model = self.pairs[i]
         expected = model if limit is None else model[max(0, len(model) - limit) :]
@@ -78,7 +87,7 @@ class LogModel(RuleBasedStateMachine):
             if model:
                 assert log[j] is model[j]
 
-    @rule(i=logs, upto=st.integers(0, 6))
+    @rule(i=logs, upto=st.integers(0, 100))
     def compact(self, i: int, upto: int) -> None:
         log, model = self.pairs[i]
         if not log.read_only and upto <= len(model):
