@@ -43,6 +43,26 @@ pub(super) fn plain_str(s: &Bound<'_, PyString>) -> bool {
     s.to_str().is_ok()
 }
 
+/// What `value` is to plain JSON, as a leaf: `Some(true)` for one JSON holds as it is (an
+/// exact `str` of valid UTF-8, `None`, `bool`, `int`, finite `float`), `Some(false)` for one
+/// it cannot hold (a lone surrogate, NaN, an infinity), `None` for anything else (a
+/// container, another type).
+pub(super) fn plain_leaf(value: &Bound<'_, PyAny>) -> Option<bool> {
+    if let Ok(s) = value.cast_exact::<PyString>() {
+        return Some(plain_str(s));
+    }
+    if value.is_none()
+        || value.is_exact_instance_of::<PyBool>()
+        || value.is_exact_instance_of::<PyInt>()
+    {
+        return Some(true);
+    }
+    if let Ok(f) = value.cast_exact::<PyFloat>() {
+        return Some(f.value().is_finite());
+    }
+    None
+}
+
 /// `value` as frozen plain JSON (exact types only), or `None` if it is anything else.
 fn freeze<'py>(
     c: &Classes,
@@ -50,17 +70,8 @@ fn freeze<'py>(
     depth: u32,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = value.py();
-    if let Ok(s) = value.cast_exact::<PyString>() {
-        return Ok(plain_str(s).then(|| value.clone()));
-    }
-    if value.is_none() || value.is_exact_instance_of::<PyBool>() {
-        return Ok(Some(value.clone()));
-    }
-    if value.is_exact_instance_of::<PyInt>() {
-        return Ok(Some(value.clone()));
-    }
-    if let Ok(f) = value.cast_exact::<PyFloat>() {
-        return Ok(f.value().is_finite().then(|| value.clone()));
+    if let Some(plain) = plain_leaf(value) {
+        return Ok(plain.then(|| value.clone()));
     }
     if depth >= MAX_DEPTH {
         return Ok(None);

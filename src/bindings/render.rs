@@ -18,9 +18,10 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PySequence, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PySequence, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
+use super::message::plain_leaf;
 use super::slots::CacheSlot;
 use super::untrack::untrack;
 
@@ -184,17 +185,8 @@ fn private_copy<'py>(
     depth: u32,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = value.py();
-    if let Ok(s) = value.cast_exact::<PyString>() {
-        return Ok(s.to_str().is_ok().then(|| value.clone()));
-    }
-    if value.is_none()
-        || value.is_exact_instance_of::<PyBool>()
-        || value.is_exact_instance_of::<PyInt>()
-    {
-        return Ok(Some(value.clone()));
-    }
-    if let Ok(f) = value.cast_exact::<PyFloat>() {
-        return Ok(f.value().is_finite().then(|| value.clone()));
+    if let Some(plain) = plain_leaf(value) {
+        return Ok(plain.then(|| value.clone()));
     }
     if depth >= MAX_DEPTH {
         return Ok(None);

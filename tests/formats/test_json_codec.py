@@ -32,16 +32,28 @@ def _outcome(f: Any, value: Any) -> tuple[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal, with the same types all the way down (1 is not 1.0, -0.0 is not 0.0)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return (math.isnan(a) and math.isnan(b)) or (a == b and str(a) == str(b))
-    return bool(a == b)
+    """Equal, with the same types all the way down (1 is not 1.0, -0.0 is not 0.0). A loop,
+    not a recursion: some texts below nest thousands deep, and Python 3.13's `json` reads
+    them."""
+    pending = [(a, b)]
+    while pending:
+        x, y = pending.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if list(x) != list(y):
+                return False
+            pending.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            pending.extend(zip(x, y, strict=True))
+        elif isinstance(x, float):
+            if not ((math.isnan(x) and math.isnan(y)) or (x == y and str(x) == str(y))):
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 # Texts that msgspec and json read differently, or only one of them reads.

@@ -8,6 +8,7 @@ separates a tool call from its output, neither in the suffix nor in the pruned p
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -169,7 +170,8 @@ async def test_a_failed_replacement_changes_nothing(tmp_path: Path) -> None:
         session = CtxtrimSession(store)
         older = [user(str(i)) for i in range(4)]
         await session.add_items(older)
-        with sqlite3.connect(path) as conn:
+        # `with` on a connection only commits; `closing` closes it too.
+        with contextlib.closing(sqlite3.connect(path)) as conn, conn:
             conn.execute(
                 "CREATE TRIGGER refuse BEFORE INSERT ON ctxtrim_messages"
                 " WHEN CAST(NEW.payload AS TEXT) LIKE '%the summary%'"
