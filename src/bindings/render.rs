@@ -5,8 +5,9 @@
 //! (`ctxtrim.messages.CACHE_SLOTS`): the objects it becomes, as a tuple of private plain-JSON
 //! copies made by `kept_rendering`, and, once the bytes path asked for them, their JSON. A
 //! request for a window then reads those slots in one pass here; a message not rendered yet is
-//! handed to the format's Python `render(message, index)`, which renders it, keeps the result
-//! and returns it.
+//! rendered by the format's core renderer of common shapes (`fast`, on the dicts path) or
+//! handed to its Python `render(message, index)`, which renders it, keeps the result and
+//! returns it.
 //!
 //! Invariants: a kept rendering holds only exact `dict`, `list`, `str` (valid UTF-8), `int`,
 //! finite `float`, `bool` and `None`, is never handed out and never changes, so it
