@@ -159,8 +159,6 @@ def anthropic_render(message: Message) -> list[dict[str, Any]] | None:
     a list), or ``None``."""
 
 def chat_fast(
-    loads: Callable[[str], Any],
-    dumps: Callable[[Any], str],
     raw_key: str,
     msg: object,
 ) -> Message | ToolResultBlock | None:
@@ -168,22 +166,16 @@ def chat_fast(
     ``ToolResultBlock`` for a ``tool`` message), or ``None``."""
 
 def chat_fast_prefix(
-    loads: Callable[[str], Any],
-    dumps: Callable[[Any], str],
     raw_key: str,
     items: list[Any],
 ) -> tuple[list[Message], int, list[Any], int]:
     """The longest prefix of ``items`` in common shapes: ``(messages, next, run, run_start)``."""
 
-def chat_render(
-    dumps: Callable[[Any], str], raw_key: str, message: Message
-) -> list[dict[str, Any]] | None:
+def chat_render(raw_key: str, message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as Chat Completions dicts, or
     ``None``."""
 
 def responses_fast_prefix(
-    loads: Callable[[str], Any],
-    dumps: Callable[[Any], str],
     raw_key: str,
     items: list[Any],
 ) -> tuple[list[Message], int]:
@@ -192,7 +184,6 @@ def responses_fast_prefix(
     message the first item left to the general reader belongs to."""
 
 def responses_render(
-    dumps: Callable[[Any], str],
     raw_key: str,
     short_user: object,
     short_assistant: object,

@@ -7,7 +7,7 @@
 //! needs no record of provider fields, so the result is exactly what the general reader in
 //! `ctxtrim.formats.openai_chat` makes. On anything else it answers `None` and the general
 //! reader runs, which records what it must or names what is wrong. The arguments are parsed
-//! and re-encoded with the same Python functions the general reader uses (`loads`, `dumps`),
+//! and re-encoded with the functions the general reader uses (`json_loads`, `compact_json`),
 //! so "compact JSON" means the same thing on both paths.
 //!
 //! `chat_render` is the other direction: a message with no recorded provider fields (no
@@ -22,21 +22,20 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
 use super::convert::classes;
+use super::json::compact_json;
 use super::message::{new_message, text_block};
-use super::shapes::{arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tool_use};
+use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tool_use};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
-/// the general reader. `loads`/`dumps` are the general reader's JSON functions and `raw_key`
-/// its marker for arguments kept as text (first, so that `functools.partial` binds them).
+/// the general reader. `raw_key` is its marker for arguments kept as text (first, so that
+/// `functools.partial` binds it).
 #[pyfunction]
 pub fn chat_fast<'py>(
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
     msg: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    stop_on_invalid(msg.py(), read_chat(msg, loads, dumps, raw_key))
+    stop_on_invalid(msg.py(), read_chat(msg, raw_key))
 }
 
 /// The longest prefix of `items` whose messages all have a common shape, read as
@@ -47,8 +46,6 @@ pub fn chat_fast<'py>(
 #[pyfunction]
 #[allow(clippy::type_complexity)] // the tuple is what the Python caller unpacks
 pub fn chat_fast_prefix<'py>(
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
     items: &Bound<'py, PyList>,
 ) -> PyResult<(Bound<'py, PyList>, usize, Bound<'py, PyList>, usize)> {
@@ -66,7 +63,7 @@ pub fn chat_fast_prefix<'py>(
     };
     let mut next = 0;
     while next < items.len() {
-        let Some(read) = chat_fast(loads, dumps, raw_key, &items.get_item(next)?)? else {
+        let Some(read) = chat_fast(raw_key, &items.get_item(next)?)? else {
             return Ok((out, next, PyList::new(py, run)?, run_start));
         };
         if read.get_type().is(c.tool_result.bind(py)) {
@@ -86,8 +83,6 @@ pub fn chat_fast_prefix<'py>(
 
 fn read_chat<'py>(
     msg: &Bound<'py, PyAny>,
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = msg.py();
@@ -150,7 +145,7 @@ fn read_chat<'py>(
                 return Ok(None);
             }
             for call in calls.iter() {
-                let Some(block) = read_call(&call, loads, dumps, raw_key)? else {
+                let Some(block) = read_call(&call, raw_key)? else {
                     return Ok(None);
                 };
                 blocks.push(block);
@@ -164,8 +159,6 @@ fn read_chat<'py>(
 /// One `{"id", "type": "function", "function": {"name", "arguments"}}` → a `ToolUseBlock`.
 fn read_call<'py>(
     call: &Bound<'py, PyAny>,
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = call.py();
@@ -197,18 +190,17 @@ fn read_call<'py>(
         return Ok(None);
     };
     let c = classes(py)?;
-    let Some(args) = arguments(c, &text, loads, dumps, raw_key)? else {
+    let Some(args) = arguments(&text, raw_key)? else {
         return Ok(None);
     };
     tool_use(c, &call_id, &name, args.as_any()).map(Some)
 }
 
 /// The Chat Completions dicts of `message` in a common shape (see the module docs), or
-/// `None` for the general renderer. `dumps` is its canonical tool-arguments encoder and
-/// `raw_key` its marker for arguments kept as text (first, for `functools.partial`).
+/// `None` for the general renderer. `raw_key` is its marker for arguments kept as text
+/// (first, for `functools.partial`).
 #[pyfunction]
 pub fn chat_render<'py>(
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
     message: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
@@ -276,7 +268,7 @@ pub fn chat_render<'py>(
             }
             let function = PyDict::new(py);
             function.set_item(intern!(py, "name"), call.getattr(intern!(py, "name"))?)?;
-            function.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
+            function.set_item(intern!(py, "arguments"), compact_json(&input)?)?;
             let item = PyDict::new(py);
             item.set_item(intern!(py, "id"), call.getattr(intern!(py, "id"))?)?;
             item.set_item(intern!(py, "type"), intern!(py, "function"))?;

@@ -30,7 +30,6 @@ pub struct Classes {
     pub frozen_dict: Py<PyType>,
     pub frozen_list: Py<PyType>,
     pub json_encode: Py<PyAny>,
-    pub json_decode: Py<PyAny>,
     pub force_setattr: Py<PyAny>,
     /// `msgspec.structs.astuple`: every field of a struct in one call (see `read_fields`).
     pub astuple: Py<PyAny>,
@@ -73,7 +72,6 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             frozen_dict: class("FrozenDict")?,
             frozen_list: class("FrozenList")?,
             json_encode: py.import("msgspec.json")?.getattr("encode")?.unbind(),
-            json_decode: py.import("msgspec.json")?.getattr("decode")?.unbind(),
             force_setattr: structs.getattr("force_setattr")?.unbind(),
             astuple: structs.getattr("astuple")?.unbind(),
             user: m.getattr("_user")?.unbind(),

@@ -82,6 +82,20 @@ pub fn compact_json<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyStr
         .cast_into::<PyString>()?)
 }
 
+/// Whether `text` is exactly `compact_json(value)`: compared as bytes, with no string made,
+/// when msgspec writes it.
+pub fn is_compact_json_of(value: &Bound<'_, PyAny>, text: &Bound<'_, PyString>) -> PyResult<bool> {
+    let py = value.py();
+    let c = codecs(py)?;
+    if same_json(classes(py)?, value, 0) {
+        let encoded = c.encode.bind(py).call1((value,))?.cast_into::<PyBytes>()?;
+        return Ok(text
+            .to_str()
+            .is_ok_and(|t| t.as_bytes() == encoded.as_bytes()));
+    }
+    c.py_dumps.bind(py).call1((value,))?.eq(text)
+}
+
 /// Whether msgspec writes `value` exactly as `json.dumps` does: exact plain-JSON types (a
 /// frozen dict or list counts), `str` keys, valid UTF-8, integers that fit 64 bits (`json`
 /// refuses to print very long ones), no float. The two escape every character alike

@@ -24,10 +24,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
+use super::json::compact_json;
 use super::message::{new_message, text_block};
-use super::shapes::{
-    arguments, arguments_text, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use,
-};
+use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
 
 /// The `Message.meta` key of the general reader's record.
 const KEY: &str = "openai_responses";
@@ -119,13 +118,10 @@ impl<'py> Group<'py> {
 
 /// The longest prefix of `items` in common shapes (see the module docs), as messages, and the
 /// index of the first item left for the general reader: `(messages, next)`, `next` the first
-/// item of the message that item belongs to. `loads`/`dumps` are the general reader's JSON
-/// functions and `raw_key` its marker for arguments kept as text (first, so that
-/// `functools.partial` binds them).
+/// item of the message that item belongs to. `raw_key` is the general reader's marker for
+/// arguments kept as text (first, so that `functools.partial` binds it).
 #[pyfunction]
 pub fn responses_fast_prefix<'py>(
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
     items: &Bound<'py, PyList>,
 ) -> PyResult<(Bound<'py, PyList>, usize)> {
@@ -136,7 +132,7 @@ pub fn responses_fast_prefix<'py>(
     let mut open: Option<(Side, usize, Group<'py>)> = None;
     let mut i = 0;
     while i < items.len() {
-        let read = stop_on_invalid(py, read_item(c, &items.get_item(i)?, loads, dumps, raw_key))?;
+        let read = stop_on_invalid(py, read_item(c, &items.get_item(i)?, raw_key))?;
         let Some(item) = read else {
             // The general reader takes this item, and reads the open message again from its
             // first item (this one may belong to it).
@@ -198,8 +194,6 @@ fn emit<'py>(c: &Classes, out: &Bound<'py, PyList>, group: Group<'py>) -> PyResu
 fn read_item<'py>(
     c: &Classes,
     item: &Bound<'py, PyAny>,
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Item<'py>>> {
     let py = item.py();
@@ -228,7 +222,7 @@ fn read_item<'py>(
             if !nonempty(call_id.as_ref()) || !nonempty(name.as_ref()) {
                 return Ok(None);
             }
-            let Some(args) = arguments(c, &raw, loads, dumps, raw_key)? else {
+            let Some(args) = arguments(&raw, raw_key)? else {
                 return Ok(None);
             };
             let (Some(call_id), Some(name)) = (call_id, name) else {
@@ -330,12 +324,11 @@ fn read_message<'py>(
 }
 
 /// The Responses input items of `message` in a common shape (see the module docs), or `None`
-/// for the general renderer. `dumps` is its canonical tool-arguments encoder, `raw_key` its
-/// marker for arguments kept as text, and `short_user`/`short_assistant` the records of the
+/// for the general renderer. `raw_key` is its marker for arguments kept as text, and
+/// `short_user`/`short_assistant` the records of the
 /// short form of a user/assistant message of one text (first, for `functools.partial`).
 #[pyfunction]
 pub fn responses_render<'py>(
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
     short_user: &Bound<'py, PyAny>,
     short_assistant: &Bound<'py, PyAny>,
@@ -412,7 +405,7 @@ pub fn responses_render<'py>(
             continue;
         }
         flush(&mut texts, false)?;
-        match render_item(c, &block, dumps, raw_key)? {
+        match render_item(c, &block, raw_key)? {
             Rendered::Item(item) => out.append(item)?,
             Rendered::Nothing => {}
             Rendered::General => return Ok(None),
@@ -435,7 +428,6 @@ enum Rendered<'py> {
 fn render_item<'py>(
     c: &Classes,
     block: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Rendered<'py>> {
     let py = block.py();
@@ -449,7 +441,7 @@ fn render_item<'py>(
         item.set_item(intern!(py, "type"), intern!(py, "function_call"))?;
         item.set_item(intern!(py, "call_id"), block.getattr(intern!(py, "id"))?)?;
         item.set_item(intern!(py, "name"), block.getattr(intern!(py, "name"))?)?;
-        item.set_item(intern!(py, "arguments"), arguments_text(c, &input, dumps)?)?;
+        item.set_item(intern!(py, "arguments"), compact_json(&input)?)?;
     } else if ty.is(c.tool_result.bind(py)) {
         let output = block.getattr(intern!(py, "content"))?;
         if output.cast_exact::<PyString>().is_err() {

@@ -8,10 +8,10 @@
 
 use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyDict, PyString};
 
 use super::convert::Classes;
-use super::json::same_json;
+use super::json::{is_compact_json_of, json_loads};
 use super::message::{frozen_json, nonempty_str, plain_str};
 
 /// `d[key]`, or `None` when absent.
@@ -48,63 +48,22 @@ pub fn tag<'py>(value: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyString
 }
 
 /// Tool-call arguments text the general reader takes without recording it: the compact JSON
-/// of an object, exactly as `dumps` writes what `loads` reads (the general reader's own JSON
-/// functions, so "compact" means the same on both paths), and not the stand-in for
-/// arguments kept as text (`raw_key`, which renders as that text). The parsed object, or
+/// of an object, exactly as `compact_json` writes what `json_loads` reads (the general
+/// reader's own functions, so "compact" means the same on both paths), and not the stand-in
+/// for arguments kept as text (`raw_key`, which renders as that text). The parsed object, or
 /// `None`. Text that does not parse raises the decoder's `ValueError` (or `RecursionError`),
 /// which [`stop_on_invalid`] turns into a stop.
-///
-/// Python's `json` costs over a microsecond a call either way, more than the rest of the
-/// message, so msgspec (a tenth of that) reads the text first: when its value is one whose
-/// JSON both encoders write alike ([`same_json`]) and msgspec writes exactly the text back,
-/// `dumps` would too, and `loads` would read the same value, so the answer is known.
-/// Anything else is decided by `loads` and `dumps` themselves.
 pub fn arguments<'py>(
-    c: &Classes,
     text: &Bound<'py, PyString>,
-    loads: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let py = text.py();
-    if let Ok(value) = c.json_decode.bind(py).call1((text,)) {
-        if let Ok(args) = value.cast_into_exact::<PyDict>() {
-            if same_json(c, args.as_any(), 0) && !args.contains(raw_key)? {
-                let written = c.json_encode.bind(py).call1((&args,))?;
-                let written = written.cast::<PyBytes>()?;
-                if written.as_bytes() == text.to_str()?.as_bytes() {
-                    return Ok(Some(args));
-                }
-            }
-        }
-    }
-    let args = loads.call1((text,))?;
-    let Ok(args) = args.cast_into_exact::<PyDict>() else {
+    let Ok(args) = json_loads(text.as_any())?.cast_into_exact::<PyDict>() else {
         return Ok(None);
     };
-    if !dumps.call1((&args,))?.eq(text)? || args.contains(raw_key)? {
+    if args.contains(raw_key)? || !is_compact_json_of(args.as_any(), text)? {
         return Ok(None);
     }
     Ok(Some(args))
-}
-
-/// A tool call's `input` as its canonical arguments text, what `dumps` (the general
-/// renderer's encoder) writes: msgspec's JSON when the two write it alike ([`same_json`]),
-/// else `dumps`' own.
-pub fn arguments_text<'py>(
-    c: &Classes,
-    input: &Bound<'py, PyAny>,
-    dumps: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = input.py();
-    if same_json(c, input, 0) {
-        if let Ok(written) = c.json_encode.bind(py).call1((input,)) {
-            if let Ok(text) = std::str::from_utf8(written.cast::<PyBytes>()?.as_bytes()) {
-                return Ok(PyString::new(py, text).into_any());
-            }
-        }
-    }
-    dumps.call1((input,))
 }
 
 /// `ToolUseBlock(id, name, input)` with `input` frozen first (its checks then find it frozen

@@ -236,16 +236,7 @@ def dumps_arguments(value: dict[str, Any]) -> str:
     raw = raw_arguments(value)
     if raw is not None:
         return raw
-    return ARGUMENTS_DUMPS(value)
-
-
-#: Tool arguments text → value, and value → canonical text (compact, non-ASCII kept): exactly
-#: ``json.loads`` and ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, made
-#: by the core at msgspec's speed where the two agree. The converters' common shapes in the
-#: core parse and re-encode arguments with these same functions, so "compact JSON" means the
-#: same on both paths.
-ARGUMENTS_LOADS = _core.json_loads
-ARGUMENTS_DUMPS = _core.compact_json
+    return _core.compact_json(value)
 
 
 def loads_arguments(text: object, path: str, *, keep_raw: bool = False) -> dict[str, Any]:

@@ -44,8 +44,6 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
-    ARGUMENTS_DUMPS,
-    ARGUMENTS_LOADS,
     RAW_ARGUMENTS,
     Renderings,
     Unit,
@@ -177,22 +175,20 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
     return out
 
 
-_loads = ARGUMENTS_LOADS
-_dumps = ARGUMENTS_DUMPS
-
 #: The common shapes read without the general reader, in the core: a ``system``/``user``
 #: message whose content is a string, an ``assistant`` one with string or null content and
 #: plain function calls whose ``arguments`` are the compact JSON of a dict (parsed and
-#: re-encoded with ``_loads``/``_dumps``), a ``tool`` message with string content (its result
-#: block, for the run it joins). These need no record, so the result is exactly what the
-#: general reader makes; on anything else (extra keys, a ``name``, parts, odd arguments, bad
-#: values) it gives None and the general reader records what it must or names what is wrong.
+#: re-encoded with ``_core.json_loads``/``_core.compact_json``, as the general reader does), a
+#: ``tool`` message with string content (its result block, for the run it joins). These need
+#: no record, so the result is exactly what the general reader makes; on anything else (extra
+#: keys, a ``name``, parts, odd arguments, bad values) it gives None and the general reader
+#: records what it must or names what is wrong.
 _fast: Callable[[Any], Message | ToolResultBlock | None] = functools.partial(
-    _core.chat_fast, _loads, _dumps, RAW_ARGUMENTS
+    _core.chat_fast, RAW_ARGUMENTS
 )
 _fast_prefix: Callable[
     [list[Any]], tuple[list[Message], int, list[ToolResultBlock | Block], int]
-] = functools.partial(_core.chat_fast_prefix, _loads, _dumps, RAW_ARGUMENTS)
+] = functools.partial(_core.chat_fast_prefix, RAW_ARGUMENTS)
 
 
 def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Message]:
@@ -360,7 +356,7 @@ def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
 #: A message with no recorded fields in a common shape (text; plain tool calls; string tool
 #: results alone), rendered in the core exactly as ``_render`` renders it; else None.
 _render_fast: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
-    _core.chat_render, _dumps, RAW_ARGUMENTS
+    _core.chat_render, RAW_ARGUMENTS
 )
 
 

@@ -48,8 +48,6 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
-    ARGUMENTS_DUMPS,
-    ARGUMENTS_LOADS,
     RAW_ARGUMENTS,
     Renderings,
     Unit,
@@ -342,7 +340,7 @@ _SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}
 #: ``developer`` role, reasoning, images, odd arguments, bad values) ends the prefix, at the
 #: first item of the message it would join: ``(messages, next)``.
 _fast_prefix: Callable[[list[Any]], tuple[list[Message], int]] = functools.partial(
-    _core.responses_fast_prefix, ARGUMENTS_LOADS, ARGUMENTS_DUMPS, RAW_ARGUMENTS
+    _core.responses_fast_prefix, RAW_ARGUMENTS
 )
 
 
@@ -363,7 +361,7 @@ def read_common_item(data: dict[str, Any]) -> Message | None:
 #: key order included (tests/formats/test_formats.py and
 #: tests/integrations/test_integration_openai_agents.py).
 render_common: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
-    _core.responses_render, ARGUMENTS_DUMPS, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
+    _core.responses_render, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
 )
 
 
