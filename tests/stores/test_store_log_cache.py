@@ -7,6 +7,7 @@ generation, and the next load reads the session whole. Run on every persistent b
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from ctxtrim import FitContextWindow, Message
 from ctxtrim.errors import InvalidArgument
 from ctxtrim.stores import DEFAULT_LOG_CACHE_BYTES, LogCaches, log_caches
+from ctxtrim.stores._common import LogCache
 
 from helpers import agent_session
 from store_backends import PERSISTENT_BACKENDS, Backend, opened
@@ -49,14 +51,17 @@ async def test_load_log_reads_only_what_was_appended_since(
             assert (await store.load_log()).to_list() == history
             assert len(decoded) == len(history)
 
-            # Appends by this handle and by another one: only those rows are read.
+            # Appends by this handle and by another one: this handle's own are taken as it
+            # wrote them (the very objects), only the other handle's rows are read.
             more = agent_session(2)[1:]
             await store.append_many(more[:3])
             await other.append_many(more[3:])
             history += more
             del decoded[:]
             log = await store.load_log()
-            assert log.to_list() == history and len(decoded) == len(more)
+            assert log.to_list() == history and len(decoded) == len(more) - 3
+            own = log.to_list()[-len(more) : -3]
+            assert all(a is b for a, b in zip(own, more[:3], strict=True))
             assert log.read_only
             fit = FitContextWindow(300)
             assert fit.apply(log) == fit(list(history))
@@ -157,3 +162,63 @@ def test_the_bound_is_checked() -> None:
         with pytest.raises(InvalidArgument):
             log_caches.limit_bytes = bad  # type: ignore[assignment]
     assert log_caches.limit_bytes == DEFAULT_LOG_CACHE_BYTES
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_concurrent_appends_and_loads_keep_the_cached_log_exact(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    # A store's own appends go straight into its cached log when it ends where they were
+    # written. Appends of one handle racing each other, another handle's appends, idempotent
+    # retries and loads in between must still leave every load equal to a fresh read.
+    backend = factory(tmp_path)
+    try:
+        async with (
+            opened(backend) as store,
+            opened(backend, store.session_id) as other,
+        ):
+            rounds = agent_session(24)
+
+            async def fresh() -> list[Message]:
+                async with opened(backend, store.session_id) as reader:
+                    return (await reader.load_log()).to_list()
+
+            for k in range(0, len(rounds) - 6, 6):
+                a, b, c = rounds[k : k + 2], rounds[k + 2 : k + 4], rounds[k + 4 : k + 6]
+                logs = await asyncio.gather(
+                    store.append_many(a),
+                    store.load_log(),
+                    store.append_many(b),
+                    other.append_many(c),
+                    store.load_log(),
+                )
+                for log in logs:
+                    if log is not None:
+                        assert log.to_list() == (await fresh())[: len(log)]  # a prefix read
+                assert (await store.load_log()).to_list() == await fresh()
+            # An idempotent retry stores nothing new; the cached log stays what is stored.
+            tagged = Message.assistant("once", id="retry-me")
+            await store.append(tagged)
+            assert (await store.load_log()).to_list() == await fresh()
+    finally:
+        await backend.cleanup()
+
+
+def test_a_store_s_own_write_extends_its_cached_log_only_where_it_ends() -> None:
+    owner = LogCaches()
+    cache = LogCache(owner)
+    history = agent_session(2)
+    assert cache.load(3, None, history[:4], [1] * 4, 4, 40) is not None
+    more = history[4:6]
+    cache.wrote(3, 5, more, [1, 1], 20)  # rows after a gap: not a continuation
+    cache.wrote(3, 3, more, [1, 1], 20)  # rows the log already holds
+    cache.wrote(2, 4, more, [1, 1], 20)  # another generation
+    assert cache.start() == (3, 4) and owner.held_bytes == 40
+    cache.wrote(3, 4, more, [1, 1], 20)
+    assert cache.start() == (3, 6) and owner.held_bytes == 60
+    log = cache.load(3, 6, [], [], 6)
+    assert log is not None and log.to_list() == history[:6]
+    assert all(a is b for a, b in zip(log.to_list()[4:], more, strict=True))
+    cache.release()
+    cache.wrote(3, 6, history[6:7], [1], 10)  # nothing cached: nothing to extend
+    assert cache.start() == (None, None) and owner.held_bytes == 0

@@ -324,7 +324,9 @@ class LogCache:
     moves the generation, so a read that continues the cached log from its own mark in its
     own generation extends it; any other read replaces it. Two loads that raced leave the
     second's read not continuing the cache: it is read again whole (rare, always correct); so
-    is a log released meanwhile.
+    is a log released meanwhile. The store's own appends extend it too (:meth:`wrote`), when
+    they were stored exactly where it ends: a turn that appends and then trims reads only
+    the session row.
     """
 
     __slots__ = ("_bytes", "_generation", "_log", "_mark", "_owner", "_read_at")
@@ -373,6 +375,32 @@ class LogCache:
         snapshot = log.snapshot()
         self._owner._use(self, held)
         return snapshot
+
+    def wrote(
+        self,
+        generation: int,
+        start: int,
+        messages: Sequence[Message],
+        counts: Sequence[int],
+        size: int,
+    ) -> None:
+        """This store stored ``messages`` as rows ``start...`` of ``generation``: the cached
+        log takes them as they are, if it ends exactly at ``start`` in that generation, so
+        the next load reads no row it wrote itself (a turn's append then trim decodes
+        nothing). Any other case leaves the cache alone: the next load reads those rows.
+        The messages stored are equal to what decoding their rows gives (``encode_payload``
+        checks the round trip), so the log is the one a read would have made."""
+        log = self._log
+        if log is None or start != self._mark or generation != self._generation:
+            return
+        try:
+            log.extend(messages, tokens=list(counts))
+        except InvalidTurnId:  # unreachable after turn_guard; reading is always right
+            self.release()
+            return
+        self._mark = start + len(messages)
+        self._bytes += size
+        self._owner._use(self, self._bytes)
 
     def release(self) -> None:
         """Drop the cached log (the store closed); the next load reads the history whole."""

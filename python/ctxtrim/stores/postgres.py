@@ -146,12 +146,14 @@ WITH ids AS (
     INSERT INTO ctxtrim_sessions AS t (session_id, next_seq) VALUES (%(sid)s, %(n)s)
     ON CONFLICT (session_id) DO UPDATE
         SET next_seq = t.next_seq + %(n)s, updated_at = now()
-    RETURNING t.next_seq - %(n)s AS base
+    RETURNING t.next_seq - %(n)s AS base, t.generation AS generation
+), rows AS (
+    INSERT INTO ctxtrim_messages (session_id, seq, tokens, checksum, payload)
+    SELECT %(sid)s, s.base + m.i - 1, m.tok, m.crc, m.payload
+    FROM s, unnest(%(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
+        WITH ORDINALITY AS m(tok, crc, payload, i)
 )
-INSERT INTO ctxtrim_messages (session_id, seq, tokens, checksum, payload)
-SELECT %(sid)s, s.base + m.i - 1, m.tok, m.crc, m.payload
-FROM s, unnest(%(toks)s::int[], %(crcs)s::bigint[], %(payloads)s::text[])
-    WITH ORDINALITY AS m(tok, crc, payload, i)
+SELECT generation, base FROM s
 """
 
 # Schemas already migrated through a pool (opening another store on it runs no migration).
@@ -493,12 +495,15 @@ class PostgresContextStore(ContextStore):
         # the batch only if the session row (locked) is still where the check saw it.
         for _ in range(TURN_ATTEMPTS):
             guard = await turn_guard(self.load_log, self._log_cache, messages)
-            if await self._write_batch(ids, digests, by_id, counts, payloads, texts, guard):
+            if await self._write_batch(
+                messages, ids, digests, by_id, counts, payloads, texts, guard
+            ):
                 return
         raise turns_kept_moving(self.session_id)
 
     async def _write_batch(
         self,
+        messages: list[Message],
         ids: list[str | None],
         digests: list[str],
         by_id: dict[str, str],
@@ -513,14 +518,23 @@ class PostgresContextStore(ContextStore):
             try:
                 async with self._conn("append") as conn:
                     if guard is None:
-                        await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
-                        return True
-                    async with conn.transaction():
-                        if not await self._lock_at(conn, guard):
-                            raise psycopg.Rollback()  # leaves the block, nothing written
-                        await self._insert_batch(conn, ids, digests, by_id, counts, payloads, texts)
-                        return True
-                    return False
+                        written = await self._insert_batch(
+                            conn, ids, digests, by_id, counts, payloads, texts
+                        )
+                    else:
+                        async with conn.transaction():
+                            locked = await self._lock_at(conn, guard)
+                            if not locked:
+                                raise psycopg.Rollback()  # leaves the block, nothing written
+                            written = await self._insert_batch(
+                                conn, ids, digests, by_id, counts, payloads, texts
+                            )
+                        if not locked:
+                            return False
+                if written is not None:  # committed, every message stored
+                    size = sum([len(t) for t in texts])
+                    self._log_cache.wrote(*written, messages, counts, size)
+                return True
             except StoreError as e:
                 # A concurrent append stored one of these ids after our check (the
                 # statement, or the transaction, rolled back whole): check again.
@@ -556,7 +570,9 @@ class PostgresContextStore(ContextStore):
         counts: list[int],
         payloads: list[bytes],
         texts: list[str],
-    ) -> None:
+    ) -> tuple[int, int] | None:
+        """Insert the batch; ``(generation, first seq)`` of its rows if every message was
+        stored (``None`` when a retried idempotent append skipped some)."""
         keep = list(range(len(ids)))
         if by_id:
             cur = await conn.execute(
@@ -581,8 +597,8 @@ class PostgresContextStore(ContextStore):
                     seen.add(mid)
                     keep.append(i)
             if not keep:
-                return
-        await conn.execute(
+                return None
+        cur = await conn.execute(
             self._sql(_APPEND_SQL),
             {
                 "sid": self._key,
@@ -594,6 +610,9 @@ class PostgresContextStore(ContextStore):
                 "payloads": [texts[i] for i in keep],
             },
         )
+        row = await cur.fetchone()
+        assert row is not None  # the session row is always returned
+        return (int(row[0]), int(row[1])) if len(keep) == len(ids) else None
 
     async def clear(self) -> None:
         async with self._conn("clear") as conn, conn.transaction():

@@ -125,7 +125,8 @@ end
 
 # ARGV[4] = n, then (id or "", payload sha256, entry) per message, then the generation and
 # length the turn check saw ("" when the batch carries no caller-given turn id).
-# Returns {created, stored, length}, {-1, index} when an id is stored with another payload,
+# Returns {created, stored, length, generation}, {-1, index} when an id is stored with another
+# payload,
 # or {-7} when the session moved since the turn check (nothing written).
 _APPEND = (
     _PROLOGUE
@@ -160,7 +161,7 @@ end
 for mid, digest in pairs(fresh) do redis.call('HSET', ids, mid, digest) end
 push(entries, 1, #entries)
 ttl()
-return {created, #entries, redis.call('LLEN', log)}
+return {created, #entries, redis.call('LLEN', log), tonumber(redis.call('HGET', meta, 'gen'))}
 """
 )
 
@@ -473,8 +474,9 @@ class RedisContextStore(ContextStore):
                 pass  # the write is applied; the next open of the session lists it again
         return result
 
-    def _encode(self, messages: Sequence[Message]) -> list[bytes | str | int]:
-        """Validate and encode a batch before any I/O: (id, digest, entry) per message."""
+    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes | str | int], list[int]]:
+        """Validate and encode a batch before any I/O: (id, digest, entry) per message, and
+        the messages' token counts."""
         payloads = check_messages(messages, self._max_bytes)
         counts = token_counts(messages, self._counter)
         args: list[bytes | str | int] = []
@@ -488,7 +490,7 @@ class RedisContextStore(ContextStore):
                     f"messages[{i}].id",
                 )
             args += [mid or "", digest, _entry(payload, count)]
-        return args
+        return args, counts
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -503,7 +505,7 @@ class RedisContextStore(ContextStore):
         :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
         check_batch(messages)
         messages = list(messages)
-        args = self._encode(messages)
+        args, counts = self._encode(messages)
         if not messages:
             return
         # Caller-given turn ids: checked against the session's turn, and the script stores
@@ -522,6 +524,11 @@ class RedisContextStore(ContextStore):
                 f"id {messages[i].id!r} is already stored with different content",
                 f"messages[{i}].id",
             )
+        _, stored, length, generation = result
+        if stored == len(messages):  # (a retried idempotent append stores fewer)
+            entries = args[2::3]
+            size = sum([len(e) for e in entries if isinstance(e, bytes)])
+            self._log_cache.wrote(generation, length - stored, messages, counts, size)
 
     async def clear(self) -> None:
         await self._run(self._shared.clear, [], "clear")

@@ -727,10 +727,10 @@ class SQLiteContextStore(ContextStore):
         keys = self._keys(messages, payloads, path)
         sid = self._sid
 
-        def body(conn: sqlite3.Connection) -> bool:
+        def body(conn: sqlite3.Connection) -> tuple[int, int, int] | None:
             generation, nxt = _head(conn, sid)
             if guard is not None and (generation, nxt) != guard:
-                return False  # under the write lock: nothing written
+                return None  # under the write lock: nothing written
             rows: list[tuple[int, int, int, int, int, bytes]] = []
             fresh: set[str] = set()
             for i, (p, n, key) in enumerate(zip(payloads, counts, keys, strict=True)):
@@ -762,9 +762,17 @@ class SQLiteContextStore(ContextStore):
             conn.execute(
                 "UPDATE ctxtrim_sessions SET next_seq = ? WHERE id = ?", (nxt + len(rows), sid)
             )
-            return True
+            return generation, nxt, len(rows)
 
-        return await self._commit(body)
+        written = await self._commit(body)
+        if written is None:
+            return False
+        generation, start, stored = written
+        if stored == len(messages):  # (a retried idempotent append stores fewer)
+            self._log_cache.wrote(
+                generation, start, messages, counts, sum([len(p) for p in payloads])
+            )
+        return True
 
     async def clear(self) -> None:
         sid = self._sid
@@ -950,13 +958,21 @@ class SQLiteContextStore(ContextStore):
     async def _read_since(self, generation: int | None, mark: int | None) -> LogRead:
         sid, session_id = self._sid, self.session_id
 
-        def body(conn: sqlite3.Connection) -> LogRead:
+        def rows(conn: sqlite3.Connection) -> LogRead:
             current, nxt = _head(conn, sid)
             since = mark if (generation == current and mark is not None and mark <= nxt) else None
             read = _read_rows(conn, sid, session_id, current, since or 0, nxt)
             return current, since, read[0], read[1], nxt, read[2]
 
-        return await self._run(_read, body)
+        def body(conn: sqlite3.Connection) -> LogRead:
+            # Most loads find nothing new (the store's own appends are in its cached log):
+            # the session row alone, one statement, is a consistent read of that.
+            current, nxt = _head(conn, sid)
+            if generation == current and mark == nxt:
+                return current, mark, [], [], nxt, 0
+            return _read(conn, rows)
+
+        return await self._run(body)
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Every session in this file, oldest first."""
