@@ -539,3 +539,36 @@ async def test_a_failed_group_fails_exactly_its_own_writes(tmp_path: Path) -> No
         gate.go.set()
         for s in stores:
             await s.close()
+
+
+async def test_a_call_queued_while_the_worker_takes_the_queue_still_runs(tmp_path: Path) -> None:
+    # The worker takes the queued reads by swapping the list for a new one. A call that
+    # picked its queue before locking it could append to the list just taken and never be
+    # run (a load_log that waited forever, seen once in about ten runs of the many-sessions
+    # benchmark). The interleaving is forced here: the worker drains right before the
+    # caller's lock is taken.
+    store = await SQLiteContextStore.open(tmp_path / "a.db", "s")
+    try:
+        await store.append(Message.user("hi"))
+        db = store._db
+        real = db._lock
+        raced: list[bool] = []
+
+        class DrainFirst:
+            def __enter__(self) -> bool:
+                if not raced and threading.current_thread() is threading.main_thread():
+                    raced.append(True)
+                    db._executor.submit(db._drain).result()  # the worker takes the queue now
+                return real.__enter__()
+
+            def __exit__(self, *exc: object) -> None:
+                real.__exit__(*exc)
+
+        db._lock = DrainFirst()  # type: ignore[assignment]
+        try:
+            log = await asyncio.wait_for(store.load_log(), 10)
+        finally:
+            db._lock = real
+        assert raced and log.to_list() == [Message.user("hi")]
+    finally:
+        await store.close()

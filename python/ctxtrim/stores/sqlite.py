@@ -329,7 +329,7 @@ class _Database:
         future to await (a plain function, not a coroutine: one object less in flight)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
-        self._queue(self._reads, (fn, args, loop, future))
+        self._queue(False, (fn, args, loop, future))
         return future
 
     def write(self, body: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
@@ -337,12 +337,15 @@ class _Database:
         committed."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[_T] = loop.create_future()
-        self._queue(self._pending, (body, (), loop, future))
+        self._queue(True, (body, (), loop, future))
         return future
 
-    def _queue(self, queue: list[_Job], job: _Job) -> None:
+    def _queue(self, write: bool, job: _Job) -> None:
         with self._lock:
-            queue.append(job)
+            # The queue is looked up under the lock: the worker swaps the read queue for a
+            # new list when it drains it, so a list fetched before locking may be one the
+            # worker already took, and a job appended to it would never run.
+            (self._pending if write else self._reads).append(job)
             if not self._scheduled:
                 self._scheduled = True
                 self._executor.submit(self._drain)
