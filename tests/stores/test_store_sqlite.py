@@ -561,7 +561,7 @@ async def test_a_call_queued_while_the_worker_takes_the_queue_still_runs(tmp_pat
                     db._executor.submit(db._drain).result()  # the worker takes the queue now
                 return real.__enter__()
 
-            def __exit__(self, *exc: object) -> None:
+            def __exit__(self, *exc: Any) -> None:
                 real.__exit__(*exc)
 
         db._lock = DrainFirst()  # type: ignore[assignment]
