@@ -122,6 +122,8 @@ def _check_limit(limit: object) -> int | None:
 
 def _check_batch(messages: object) -> None:
     """A batch must be a sequence (a ``str``, ``bytes`` or lone ``Message`` is not)."""
+    if type(messages) is list or type(messages) is tuple:  # the common case, without ABCs
+        return
     if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
         raise InvalidMessage(
             f"must be a sequence of Message, got {type(messages).__name__}", "messages"

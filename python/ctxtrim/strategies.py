@@ -409,11 +409,15 @@ class _CoreCut(_CutStrategy):
             return source if unchanged else _take(source, ranges)
         log = source.log if isinstance(source, MemoryContextStore) else source
         if isinstance(log, _core.MessageLog):
-            log = log.snapshot()
+            if not log.read_only:  # a read-only log is a snapshot already: it never changes
+                log = log.snapshot()
             ranges, unchanged, _ = self._window(log)
             if unchanged:
                 return log.to_list()
-            return [m for a, b in ranges for m in log.to_list(a, b)]
+            out: list[Message] = []
+            for a, b in ranges:  # the pinned head, then the suffix: two or three slices
+                out += log.to_list(a, b)
+            return out
         return None
 
     def _run(self, inp: _Input) -> _Outcome:

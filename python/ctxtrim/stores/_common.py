@@ -290,6 +290,12 @@ class LogCaches:
             self._lru[cache] = size
         self._evict(cache)
 
+    def _touch(self, cache: LogCache) -> None:
+        """``cache`` is the most recently used (its size unchanged)."""
+        with self._lock:
+            if cache in self._lru:
+                self._lru.move_to_end(cache)
+
     def _forget(self, cache: LogCache) -> None:
         with self._lock:
             self._held -= self._lru.pop(cache, 0)
@@ -364,6 +370,10 @@ class LogCache:
             held = size
         elif log is None or since != self._mark or generation != self._generation:
             return None
+        elif not messages and mark == since:  # nothing new (the common case): only the LRU
+            self._read_at = (generation, mark)
+            self._owner._touch(self)
+            return log.snapshot()
         else:
             try:
                 log.extend(messages, tokens=list(counts))
@@ -453,8 +463,11 @@ async def turn_guard(
     only if the session is still there (same generation, same length), inside the write's
     own transaction or script, and write nothing otherwise (the caller checks again).
     """
-    if all(m.turn is None for m in messages):
-        return None
+    for m in messages:
+        if m.turn is not None:
+            break
+    else:
+        return None  # no caller-given turn id: nothing to check
     current = await log()
     # Where that log was read (not ``start()``: another store's read may have released the
     # cached log since, e.g. from another thread).
