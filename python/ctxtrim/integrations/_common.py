@@ -72,6 +72,11 @@ class Counts:
     def bind(self, skeleton: Message, source: Any) -> None:
         self._origin[id(skeleton)] = (skeleton, source)
 
+    def bind_many(self, skeletons: Sequence[Message], sources: Sequence[Any]) -> None:
+        """``bind`` of each skeleton to its source, pairwise, in one C-level update."""
+        pairs = zip(skeletons, sources, strict=True)
+        self._origin.update(zip(map(id, skeletons), pairs, strict=True))
+
     def forget(self, skeletons: dict[int, tuple[Message, Any]]) -> None:
         self._origin = skeletons
 
@@ -93,15 +98,33 @@ class Skeletons(Generic[T]):
     messages the last call read (and 4096), it keeps only those.
     """
 
-    def __init__(self, convert: Callable[[T, int], Message], counts: Counts | None = None) -> None:
+    def __init__(
+        self,
+        convert: Callable[[T, int], Message],
+        counts: Counts | None = None,
+        *,
+        convert_many: Callable[[Sequence[T], int], list[Message]] | None = None,
+    ) -> None:
         self._convert = convert
+        self._convert_many = convert_many
         self.counts = counts
         self._cache: dict[int, tuple[T, Message]] = {}
 
     def of(self, objs: Sequence[T], start: int = 0) -> list[Message]:
         """The skeletons of ``objs`` (``start`` is the index of ``objs[0]`` in the history:
-        it names tool calls that arrive without an id)."""
+        it names tool calls that arrive without an id).
+
+        With ``convert_many`` (``convert`` of each item, in one call) and nothing cached yet
+        — a history's first sight — the items are converted in one batch and cached in one
+        C-level update, with no Python step per item.
+        """
         cache = self._cache
+        if not cache and self._convert_many is not None:
+            fresh = self._convert_many(objs, start)
+            cache.update(zip(map(id, objs), zip(objs, fresh, strict=True), strict=True))
+            if self.counts is not None:
+                self.counts.bind_many(fresh, objs)
+            return fresh
         out: list[Message] = []
         for j, obj in enumerate(objs):
             hit = cache.get(id(obj))

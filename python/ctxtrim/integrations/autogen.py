@@ -35,6 +35,7 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ctxtrim import _core
@@ -48,6 +49,7 @@ try:
     from autogen_core.models import (
         AssistantMessage,
         ChatCompletionClient,
+        FunctionExecutionResult,
         FunctionExecutionResultMessage,
         LLMMessage,
         SystemMessage,
@@ -65,6 +67,7 @@ __all__ = [
     "TokenLimitedChatCompletionContext",
     "UnboundedChatCompletionContext",
     "to_skeleton",
+    "to_skeletons",
 ]
 
 
@@ -103,6 +106,34 @@ def to_skeleton(message: LLMMessage, i: int = 0) -> Message:
             ]
         )
     raise TypeError(f"not an autogen LLMMessage: {type(message).__name__}")
+
+
+#: The classes the core reads (exactly these, no subclass): see ``_core.autogen_skeletons``.
+_KINDS = (
+    SystemMessage,
+    UserMessage,
+    AssistantMessage,
+    FunctionExecutionResultMessage,
+    FunctionCall,
+    FunctionExecutionResult,
+)
+
+
+def to_skeletons(messages: Sequence[LLMMessage], start: int = 0) -> list[Message]:
+    """``[to_skeleton(m, start + j) for j, m in enumerate(messages)]``, made by the core for
+    the shapes autogen builds (exact autogen classes, fields of their declared types) and
+    by :func:`to_skeleton` for any other message, which also raises every error.
+
+    ``start`` is the index of ``messages[0]`` in the history.
+    """
+    items = messages if type(messages) is list else list(messages)
+    n = len(items)
+    out = _core.autogen_skeletons(_KINDS, items, 0, start)
+    while len(out) < n:
+        k = len(out)
+        out.append(to_skeleton(items[k], start + k))
+        out += _core.autogen_skeletons(_KINDS, items, k + 1, start)
+    return out
 
 
 def _is_function_call_message(m: object) -> bool:
@@ -144,9 +175,8 @@ class _PairSafeContext(ChatCompletionContext):
 
     def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
         super().__init__(initial_messages)
-        self._mirror: Mirror[LLMMessage] = Mirror(
-            Skeletons(to_skeleton, self._counts()), with_log=self._with_log
-        )
+        skeletons = Skeletons(to_skeleton, self._counts(), convert_many=to_skeletons)
+        self._mirror: Mirror[LLMMessage] = Mirror(skeletons, with_log=self._with_log)
 
     async def add_message(self, message: LLMMessage) -> None:
         """autogen's ``add_message``; the message is converted to its skeleton now (once),

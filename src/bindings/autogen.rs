@@ -1,0 +1,263 @@
+//! autogen-core's messages read as ctxtrim skeletons, without a Python frame per message.
+//!
+//! `ctxtrim.integrations.autogen.to_skeleton` is the definition: it turns one autogen
+//! `LLMMessage` into the `Message` the drop-ins decide on (role, tool ids, text for the
+//! estimates). `autogen_skeletons` reads a list of them from an index on and makes, for each
+//! message in one of the shapes autogen's own code builds, exactly what `to_skeleton` makes:
+//! the message of an exact autogen class (no subclass), its fields of the exact types autogen
+//! declares (`str` of valid UTF-8, a `list` of exact `FunctionCall`s or
+//! `FunctionExecutionResult`s, a `bool` or `None` error flag). It stops at the first message
+//! it does not read so; the caller hands that one to `to_skeleton` and calls again after it,
+//! so every unusual message, and every error, comes from the one Python definition.
+//!
+//! The autogen classes are passed in by the caller (this crate does not import autogen).
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
+
+use super::convert::{classes, Classes};
+use super::message::{new_message, plain_str, text_block};
+use super::shapes::stop_on_invalid;
+use super::untrack::untrack;
+
+/// The autogen classes read, in the order the caller passes them.
+struct Kinds<'py> {
+    system: Bound<'py, PyType>,
+    user: Bound<'py, PyType>,
+    assistant: Bound<'py, PyType>,
+    results: Bound<'py, PyType>,
+    call: Bound<'py, PyType>,
+    result: Bound<'py, PyType>,
+}
+
+impl<'py> Kinds<'py> {
+    fn of(kinds: &Bound<'py, PyTuple>) -> PyResult<Self> {
+        let kind = |i: usize| -> PyResult<Bound<'py, PyType>> {
+            Ok(kinds.get_item(i)?.cast_into::<PyType>()?)
+        };
+        if kinds.len() != 6 {
+            return Err(PyTypeError::new_err(
+                "kinds must be (SystemMessage, UserMessage, AssistantMessage, \
+                 FunctionExecutionResultMessage, FunctionCall, FunctionExecutionResult)",
+            ));
+        }
+        Ok(Kinds {
+            system: kind(0)?,
+            user: kind(1)?,
+            assistant: kind(2)?,
+            results: kind(3)?,
+            call: kind(4)?,
+            result: kind(5)?,
+        })
+    }
+}
+
+/// The value as an exact `str` of valid UTF-8 (empty or not), else `None`.
+fn exact_str<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
+    value
+        .cast_exact::<PyString>()
+        .ok()
+        .filter(|s| plain_str(s))
+        .cloned()
+}
+
+/// `Message.<role>(text)`'s blocks for a text: one `TextBlock`, none for `""`.
+fn text_blocks<'py>(
+    c: &Classes,
+    text: &Bound<'py, PyString>,
+    blocks: &mut Vec<Bound<'py, PyAny>>,
+) -> PyResult<()> {
+    if !text.to_str()?.is_empty() {
+        blocks.push(text_block(c, text)?);
+    }
+    Ok(())
+}
+
+/// A tool id as `to_skeleton` names it: the id, or for an empty one `"\0autogen-{i}-{j}"`.
+fn call_id<'py>(id: &Bound<'py, PyString>, i: isize, j: usize) -> PyResult<Bound<'py, PyString>> {
+    if id.to_str()?.is_empty() {
+        return Ok(PyString::new(id.py(), &format!("\0autogen-{i}-{j}")));
+    }
+    Ok(id.clone())
+}
+
+/// The skeleton of one autogen message (`i`: its index in the history), or `None` when it
+/// is not in a shape read here.
+fn read<'py>(
+    k: &Kinds<'py>,
+    c: &Classes,
+    msg: &Bound<'py, PyAny>,
+    i: isize,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = msg.py();
+    let ty = msg.get_type();
+    let content = |m: &Bound<'py, PyAny>| m.getattr(intern!(py, "content"));
+    let mut blocks: Vec<Bound<'py, PyAny>> = Vec::with_capacity(2);
+    let role = if ty.is(&k.system) {
+        let Some(text) = exact_str(&content(msg)?) else {
+            return Ok(None);
+        };
+        text_blocks(c, &text, &mut blocks)?;
+        intern!(py, "system")
+    } else if ty.is(&k.user) {
+        let content = content(msg)?;
+        if let Some(text) = exact_str(&content) {
+            text_blocks(c, &text, &mut blocks)?;
+        } else if let Ok(parts) = content.cast_exact::<PyList>() {
+            // Every part a text block: a `str`'s own text, anything else "[image]".
+            for part in parts.iter() {
+                if let Ok(s) = part.cast_exact::<PyString>() {
+                    if !plain_str(s) {
+                        return Ok(None);
+                    }
+                    blocks.push(text_block(c, s)?);
+                } else if part.is_instance_of::<PyString>() {
+                    return Ok(None); // a str subclass: to_skeleton keeps it as it is
+                } else {
+                    blocks.push(text_block(c, intern!(py, "[image]"))?);
+                }
+            }
+            if blocks.is_empty() {
+                blocks.push(text_block(c, intern!(py, ""))?);
+            }
+        } else {
+            return Ok(None);
+        }
+        intern!(py, "user")
+    } else if ty.is(&k.assistant) {
+        let content = content(msg)?;
+        if let Some(text) = exact_str(&content) {
+            text_blocks(c, &text, &mut blocks)?;
+        } else if let Ok(calls) = content.cast_exact::<PyList>() {
+            let thought = msg.getattr(intern!(py, "thought"))?;
+            if !thought.is_none() {
+                let Some(text) = exact_str(&thought) else {
+                    return Ok(None);
+                };
+                text_blocks(c, &text, &mut blocks)?;
+            }
+            for (j, call) in calls.iter().enumerate() {
+                let Some(block) = tool_use(k, c, &call, i, j)? else {
+                    return Ok(None);
+                };
+                blocks.push(block);
+            }
+        } else {
+            return Ok(None);
+        }
+        intern!(py, "assistant")
+    } else if ty.is(&k.results) {
+        let content = content(msg)?;
+        let Ok(results) = content.cast_exact::<PyList>() else {
+            return Ok(None);
+        };
+        for (j, result) in results.iter().enumerate() {
+            let Some(block) = tool_result(k, c, &result, j)? else {
+                return Ok(None);
+            };
+            blocks.push(block);
+        }
+        intern!(py, "user")
+    } else {
+        return Ok(None);
+    };
+    new_message(c, role, PyTuple::new(py, blocks)?).map(Some)
+}
+
+/// `ToolUseBlock(id, name or "?", {"arguments": arguments})` of an exact `FunctionCall`.
+fn tool_use<'py>(
+    k: &Kinds<'py>,
+    c: &Classes,
+    call: &Bound<'py, PyAny>,
+    i: isize,
+    j: usize,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = call.py();
+    if !call.get_type().is(&k.call) {
+        return Ok(None);
+    }
+    let (Some(id), Some(name), Some(arguments)) = (
+        exact_str(&call.getattr(intern!(py, "id"))?),
+        exact_str(&call.getattr(intern!(py, "name"))?),
+        exact_str(&call.getattr(intern!(py, "arguments"))?),
+    ) else {
+        return Ok(None);
+    };
+    let name = if name.to_str()?.is_empty() {
+        intern!(py, "?").clone()
+    } else {
+        name
+    };
+    // The frozen copy the block's checks would make of `{"arguments": arguments}`, made
+    // here at once: the checks find it frozen and copy nothing.
+    let input = c.frozen_dict.bind(py).call0()?;
+    input
+        .cast::<PyDict>()?
+        .set_item(intern!(py, "arguments"), arguments)?;
+    untrack(&input);
+    let id = call_id(&id, i, j)?;
+    c.tool_use.bind(py).call1((id, name, input)).map(Some)
+}
+
+/// `ToolResultBlock(call_id, content, bool(is_error))` of an exact `FunctionExecutionResult`.
+fn tool_result<'py>(
+    k: &Kinds<'py>,
+    c: &Classes,
+    result: &Bound<'py, PyAny>,
+    j: usize,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = result.py();
+    if !result.get_type().is(&k.result) {
+        return Ok(None);
+    }
+    let (Some(id), Some(content)) = (
+        exact_str(&result.getattr(intern!(py, "call_id"))?),
+        exact_str(&result.getattr(intern!(py, "content"))?),
+    ) else {
+        return Ok(None);
+    };
+    let is_error = result.getattr(intern!(py, "is_error"))?;
+    let is_error = if is_error.is_none() {
+        false
+    } else if let Ok(flag) = is_error.cast_exact::<PyBool>() {
+        flag.is_true()
+    } else {
+        return Ok(None);
+    };
+    // Results are named with the index -1, as `to_skeleton` names them.
+    let id = call_id(&id, -1, j)?;
+    c.tool_result
+        .bind(py)
+        .call1((id, content, is_error))
+        .map(Some)
+}
+
+/// The skeletons of `items[start:]` up to the first message not in a shape read here (see
+/// the module docs): `to_skeleton(items[j], base + j)` for each `j` read. `kinds` is
+/// `(SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage,
+/// FunctionCall, FunctionExecutionResult)`; `base` is the history index of `items[0]` (it
+/// names tool calls that arrive without an id).
+#[pyfunction]
+pub fn autogen_skeletons<'py>(
+    kinds: &Bound<'py, PyTuple>,
+    items: &Bound<'py, PyList>,
+    start: usize,
+    base: isize,
+) -> PyResult<Bound<'py, PyList>> {
+    let py = items.py();
+    let k = Kinds::of(kinds)?;
+    let c = classes(py)?;
+    let out = PyList::empty(py);
+    let mut j = start;
+    while j < items.len() {
+        let item = items.get_item(j)?;
+        let Some(skeleton) = stop_on_invalid(py, read(&k, c, &item, base + j as isize))? else {
+            break;
+        };
+        out.append(skeleton)?;
+        j += 1;
+    }
+    Ok(out)
+}
