@@ -167,12 +167,18 @@ def chat_fast(
     ``ToolResultBlock`` for a ``tool`` message), or ``None``."""
 
 def autogen_skeletons(
-    kinds: tuple[type, type, type, type, type, type], items: list[Any], start: int, base: int
+    kinds: tuple[type, type, type, type, type, type],
+    items: list[Any],
+    start: int,
+    base: int,
+    *,
+    facts: bool = False,
 ) -> list[Message]:
     """The skeletons of ``items[start:]`` (autogen messages; ``items[0]`` at history index
     ``base``), as ``ctxtrim.integrations.autogen.to_skeleton`` makes them, up to the first
     message not in a common shape. ``kinds``: ``(SystemMessage, UserMessage,
-    AssistantMessage, FunctionExecutionResultMessage, FunctionCall, FunctionExecutionResult)``."""
+    AssistantMessage, FunctionExecutionResultMessage, FunctionCall, FunctionExecutionResult)``.
+    With ``facts``, each skeleton's facts are read (and cached on it) as it is made."""
 
 def chat_fast_prefix(
     raw_key: str,

@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::convert::{classes, Classes};
+use super::facts::facts_of;
 use super::message::{new_message, plain_str, text_block};
 use super::shapes::stop_on_invalid;
 use super::untrack::untrack;
@@ -238,13 +239,17 @@ fn tool_result<'py>(
 /// the module docs): `to_skeleton(items[j], base + j)` for each `j` read. `kinds` is
 /// `(SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage,
 /// FunctionCall, FunctionExecutionResult)`; `base` is the history index of `items[0]` (it
-/// names tool calls that arrive without an id).
+/// names tool calls that arrive without an id). With `facts`, each skeleton's facts (what a
+/// `MessageLog` indexes) are read as soon as it is made, while it is in the CPU's cache,
+/// rather than by a later pass over every skeleton.
 #[pyfunction]
+#[pyo3(signature = (kinds, items, start, base, *, facts = false))]
 pub fn autogen_skeletons<'py>(
     kinds: &Bound<'py, PyTuple>,
     items: &Bound<'py, PyList>,
     start: usize,
     base: isize,
+    facts: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let py = items.py();
     let k = Kinds::of(kinds)?;
@@ -256,6 +261,9 @@ pub fn autogen_skeletons<'py>(
         let Some(skeleton) = stop_on_invalid(py, read(&k, c, &item, base + j as isize))? else {
             break;
         };
+        if facts {
+            facts_of(&skeleton, || "message".to_owned())?;
+        }
         out.append(skeleton)?;
         j += 1;
     }

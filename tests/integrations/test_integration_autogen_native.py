@@ -154,15 +154,18 @@ def outcome(f: Any) -> Any:
         return ("error", type(e), str(e))
 
 
-def reference(history: list[LLMMessage], start: int) -> list[Any]:
+def reference(history: list[LLMMessage], start: int, *, facts: bool = False) -> list[Any]:
+    """What ``to_skeletons`` stands for: ``to_skeleton`` of each message."""
     return [ours.to_skeleton(m, start + j) for j, m in enumerate(history)]
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(messages(), max_size=12), st.integers(0, 5))
-def test_native_skeletons_are_to_skeletons(history: list[LLMMessage], start: int) -> None:
+@given(st.lists(messages(), max_size=12), st.integers(0, 5), st.booleans())
+def test_native_skeletons_are_to_skeletons(
+    history: list[LLMMessage], start: int, facts: bool
+) -> None:
     want = outcome(lambda: reference(history, start))
-    got = outcome(lambda: ours.to_skeletons(history, start))
+    got = outcome(lambda: ours.to_skeletons(history, start, facts=facts))
     if want[0] == "error":
         assert got == want
         return
@@ -257,3 +260,47 @@ def test_first_view_over_initial_messages_equals_the_python_path(
     python = view()
     assert native == python
     assert all(a is b for a, b in zip(native[-10:], python[-10:], strict=True))
+
+
+def test_token_limited_rebuilds_count_only_what_the_view_reads() -> None:
+    """TokenLimited keeps no second cache of its skeletons: a view after the list was changed
+    behind its back, or after ``load_state``, is a fresh context's view, and the client is
+    asked again only for the messages that view reads, not for the whole history."""
+    asked: list[int] = []
+
+    class Client:
+        def count_tokens(self, messages: Any, *, tools: Any = ()) -> int:
+            if len(messages) == 1:
+                asked.append(1)
+            return 3 + sum(len(str(m.content)) // 4 + 4 for m in messages)
+
+        def remaining_tokens(self, messages: Any, *, tools: Any = ()) -> int:
+            return 900 - self.count_tokens(messages, tools=tools)
+
+    history: list[LLMMessage] = [SystemMessage(content="sys"), UserMessage(content="t", source="u")]
+    for i in range(1000):
+        history += _round(i)
+
+    async def main() -> None:
+        client: Any = Client()  # duck-typed, as autogen's own tests' clients
+        ctx = ours.TokenLimitedChatCompletionContext(
+            client, token_limit=900, initial_messages=list(history)
+        )
+        first = await ctx.get_messages()
+        read = len(asked)
+        assert 0 < read < 200  # the view's messages and a few more, not 3002
+        ctx._messages[-1] = AssistantMessage(content="edited", source="a")
+        asked.clear()
+        view = await ctx.get_messages()
+        assert view[-1].content == "edited"
+        fresh = ours.TokenLimitedChatCompletionContext(
+            client, token_limit=900, initial_messages=list(ctx._messages)
+        )
+        assert view == await fresh.get_messages()
+        assert 0 < len(asked) < 2 * read + 10
+        state = await ctx.save_state()
+        await ctx.load_state(state)
+        assert await ctx.get_messages() == view
+        assert first[:2] == view[:2]
+
+    asyncio.run(main())

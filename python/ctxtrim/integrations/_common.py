@@ -104,11 +104,15 @@ class Skeletons(Generic[T]):
         counts: Counts | None = None,
         *,
         convert_many: Callable[[Sequence[T], int], list[Message]] | None = None,
+        cached: bool = True,
     ) -> None:
         self._convert = convert
         self._convert_many = convert_many
         self.counts = counts
         self._cache: dict[int, tuple[T, Message]] = {}
+        # Without the cache (``cached=False``, for a Mirror that keeps the skeletons of the
+        # list it mirrors) every call converts, and ``reset`` forgets the counts' bindings.
+        self._cached = cached
 
     def of(self, objs: Sequence[T], start: int = 0) -> list[Message]:
         """The skeletons of ``objs`` (``start`` is the index of ``objs[0]`` in the history:
@@ -118,6 +122,14 @@ class Skeletons(Generic[T]):
         — a history's first sight — the items are converted in one batch and cached in one
         C-level update, with no Python step per item.
         """
+        if not self._cached:
+            if self._convert_many is not None:
+                fresh = self._convert_many(objs, start)
+            else:
+                fresh = [self._convert(obj, start + j) for j, obj in enumerate(objs)]
+            if self.counts is not None:
+                self.counts.bind_many(fresh, objs)
+            return fresh
         cache = self._cache
         if not cache and self._convert_many is not None:
             fresh = self._convert_many(objs, start)
@@ -139,6 +151,11 @@ class Skeletons(Generic[T]):
 
     def one(self, obj: T, i: int) -> Message:
         """The skeleton of ``obj``, the item at index ``i`` (converted on first sight)."""
+        if not self._cached:
+            sk = self._convert(obj, i)
+            if self.counts is not None:
+                self.counts.bind(sk, obj)
+            return sk
         hit = self._cache.get(id(obj))
         if hit is None or hit[0] is not obj:
             sk = self._convert(obj, i)
@@ -147,6 +164,12 @@ class Skeletons(Generic[T]):
             if self.counts is not None:
                 self.counts.bind(sk, obj)
         return hit[1]
+
+    def reset(self) -> None:
+        """Called when the skeletons made so far are dropped (a Mirror's rebuild): without
+        the cache, nothing can hand them out again, so the counts forget them."""
+        if not self._cached and self.counts is not None:
+            self.counts.forget({})
 
     def trim_to(self, objs: Sequence[T], ranges: Ranges) -> None:
         """Bound the cache after a window of ``objs``: past its cap, keep the head, the
@@ -328,10 +351,14 @@ class Mirror(Generic[T]):
         self.source.extend(new)
         self.skeletons.trim(self.source)
 
-    def _tokens(self, skeletons: list[Message]) -> list[int]:
-        # Read now (facts and counts are cached on each skeleton), not when the log is
-        # next indexed: a context that mirrors on append pays for a message when it arrives.
+    def _tokens(self, skeletons: list[Message]) -> list[int] | None:
+        # A counter's counts are read now (facts and counts are cached on each skeleton), not
+        # when the log is next indexed: a context that mirrors on append pays for a message
+        # when it arrives. Without one, the log's own estimate is the same count, read by the
+        # core when it indexes the batch (no Python call per message).
         counter = self._counter
+        if counter is None:
+            return None
         return [_core.message_tokens(sk, counter=counter) for sk in skeletons]
 
     def same(self, messages: Sequence[T], a: int, b: int) -> bool:
@@ -397,3 +424,4 @@ class Mirror(Generic[T]):
         self.source = []
         self.list = []
         self.log = MessageLog()
+        self.skeletons.reset()
