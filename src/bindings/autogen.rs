@@ -12,16 +12,20 @@
 //!
 //! The autogen classes are passed in by the caller (this crate does not import autogen).
 
+use std::sync::Arc;
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::convert::{classes, Classes};
-use super::facts::facts_of;
+use super::facts::set_facts;
 use super::message::{new_message, plain_str, text_block};
 use super::shapes::stop_on_invalid;
 use super::untrack::untrack;
+use crate::meta::{Meta, Role};
+use crate::tokens::{Encoding, TokenTally};
 
 /// The autogen classes read, in the order the caller passes them.
 struct Kinds<'py> {
@@ -64,14 +68,80 @@ fn exact_str<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
         .cloned()
 }
 
+/// The facts of the skeleton being made, gathered from the values it is made of, exactly as
+/// `convert::meta_of` would read them back from it (the same tally calls, in block order):
+/// off unless the caller asked for facts.
+struct Gathered {
+    on: bool,
+    tokens: TokenTally,
+    uses: Vec<Arc<str>>,
+    results: Vec<Arc<str>>,
+    /// Whether the message holds anything besides tool results.
+    other: bool,
+}
+
+impl Gathered {
+    fn new(on: bool) -> Self {
+        Gathered {
+            on,
+            tokens: TokenTally::with_encoding(Encoding::Cl100k),
+            uses: Vec::new(),
+            results: Vec::new(),
+            other: false,
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.on {
+            self.tokens.text(text);
+            self.other = true;
+        }
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, json: &str) {
+        if self.on {
+            self.tokens.tool_use(name, json);
+            self.uses.push(Arc::from(id));
+            self.other = true;
+        }
+    }
+
+    fn tool_result(&mut self, id: &str, content: &str) {
+        if self.on {
+            self.tokens.tool_result();
+            self.tokens.text(content);
+            self.results.push(Arc::from(id));
+        }
+    }
+
+    fn meta(self, role: Role) -> Meta {
+        let mut meta = Meta::new(role, self.tokens.total());
+        meta.tool_uses = self.uses.into();
+        meta.tool_results = self.results.into();
+        meta.real_user = role == Role::User && self.other;
+        meta
+    }
+}
+
+/// A text block of `text`, tallied.
+fn text<'py>(
+    c: &Classes,
+    facts: &mut Gathered,
+    text: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    facts.text(text.to_str()?);
+    text_block(c, text)
+}
+
 /// `Message.<role>(text)`'s blocks for a text: one `TextBlock`, none for `""`.
 fn text_blocks<'py>(
     c: &Classes,
-    text: &Bound<'py, PyString>,
+    facts: &mut Gathered,
+    s: &Bound<'py, PyString>,
     blocks: &mut Vec<Bound<'py, PyAny>>,
 ) -> PyResult<()> {
-    if !text.to_str()?.is_empty() {
-        blocks.push(text_block(c, text)?);
+    if !s.to_str()?.is_empty() {
+        blocks.push(text(c, facts, s)?);
     }
     Ok(())
 }
@@ -84,28 +154,50 @@ fn call_id<'py>(id: &Bound<'py, PyString>, i: isize, j: usize) -> PyResult<Bound
     Ok(id.clone())
 }
 
+/// The JSON msgspec writes for the input `{"arguments": arguments}` (what a tool call is
+/// priced on): written here when `arguments` holds no control character (msgspec escapes
+/// only those, `"` and `\`, and writes everything else as it is), else msgspec's own.
+fn input_json(c: &Classes, input: &Bound<'_, PyAny>, arguments: &str) -> PyResult<String> {
+    if arguments.bytes().all(|b| b >= 0x20) {
+        let mut json = String::with_capacity(arguments.len() + 17);
+        json.push_str("{\"arguments\":\"");
+        for ch in arguments.chars() {
+            if ch == '"' || ch == '\\' {
+                json.push('\\');
+            }
+            json.push(ch);
+        }
+        json.push_str("\"}");
+        return Ok(json);
+    }
+    let encoded = c.json_encode.bind(input.py()).call1((input,))?;
+    Ok(String::from_utf8_lossy(encoded.cast::<PyBytes>()?.as_bytes()).into_owned())
+}
+
 /// The skeleton of one autogen message (`i`: its index in the history), or `None` when it
-/// is not in a shape read here.
+/// is not in a shape read here; with `facts`, its facts are set on it.
 fn read<'py>(
     k: &Kinds<'py>,
     c: &Classes,
     msg: &Bound<'py, PyAny>,
     i: isize,
+    facts: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = msg.py();
     let ty = msg.get_type();
     let content = |m: &Bound<'py, PyAny>| m.getattr(intern!(py, "content"));
     let mut blocks: Vec<Bound<'py, PyAny>> = Vec::with_capacity(2);
-    let role = if ty.is(&k.system) {
-        let Some(text) = exact_str(&content(msg)?) else {
+    let mut gathered = Gathered::new(facts);
+    let (role, name) = if ty.is(&k.system) {
+        let Some(s) = exact_str(&content(msg)?) else {
             return Ok(None);
         };
-        text_blocks(c, &text, &mut blocks)?;
-        intern!(py, "system")
+        text_blocks(c, &mut gathered, &s, &mut blocks)?;
+        (Role::System, intern!(py, "system"))
     } else if ty.is(&k.user) {
         let content = content(msg)?;
-        if let Some(text) = exact_str(&content) {
-            text_blocks(c, &text, &mut blocks)?;
+        if let Some(s) = exact_str(&content) {
+            text_blocks(c, &mut gathered, &s, &mut blocks)?;
         } else if let Ok(parts) = content.cast_exact::<PyList>() {
             // Every part a text block: a `str`'s own text, anything else "[image]".
             for part in parts.iter() {
@@ -113,34 +205,34 @@ fn read<'py>(
                     if !plain_str(s) {
                         return Ok(None);
                     }
-                    blocks.push(text_block(c, s)?);
+                    blocks.push(text(c, &mut gathered, s)?);
                 } else if part.is_instance_of::<PyString>() {
                     return Ok(None); // a str subclass: to_skeleton keeps it as it is
                 } else {
-                    blocks.push(text_block(c, intern!(py, "[image]"))?);
+                    blocks.push(text(c, &mut gathered, intern!(py, "[image]"))?);
                 }
             }
             if blocks.is_empty() {
-                blocks.push(text_block(c, intern!(py, ""))?);
+                blocks.push(text(c, &mut gathered, intern!(py, ""))?);
             }
         } else {
             return Ok(None);
         }
-        intern!(py, "user")
+        (Role::User, intern!(py, "user"))
     } else if ty.is(&k.assistant) {
         let content = content(msg)?;
-        if let Some(text) = exact_str(&content) {
-            text_blocks(c, &text, &mut blocks)?;
+        if let Some(s) = exact_str(&content) {
+            text_blocks(c, &mut gathered, &s, &mut blocks)?;
         } else if let Ok(calls) = content.cast_exact::<PyList>() {
             let thought = msg.getattr(intern!(py, "thought"))?;
             if !thought.is_none() {
-                let Some(text) = exact_str(&thought) else {
+                let Some(s) = exact_str(&thought) else {
                     return Ok(None);
                 };
-                text_blocks(c, &text, &mut blocks)?;
+                text_blocks(c, &mut gathered, &s, &mut blocks)?;
             }
             for (j, call) in calls.iter().enumerate() {
-                let Some(block) = tool_use(k, c, &call, i, j)? else {
+                let Some(block) = tool_use(k, c, &mut gathered, &call, i, j)? else {
                     return Ok(None);
                 };
                 blocks.push(block);
@@ -148,29 +240,34 @@ fn read<'py>(
         } else {
             return Ok(None);
         }
-        intern!(py, "assistant")
+        (Role::Assistant, intern!(py, "assistant"))
     } else if ty.is(&k.results) {
         let content = content(msg)?;
         let Ok(results) = content.cast_exact::<PyList>() else {
             return Ok(None);
         };
         for (j, result) in results.iter().enumerate() {
-            let Some(block) = tool_result(k, c, &result, j)? else {
+            let Some(block) = tool_result(k, c, &mut gathered, &result, j)? else {
                 return Ok(None);
             };
             blocks.push(block);
         }
-        intern!(py, "user")
+        (Role::User, intern!(py, "user"))
     } else {
         return Ok(None);
     };
-    new_message(c, role, PyTuple::new(py, blocks)?).map(Some)
+    let message = new_message(c, name, PyTuple::new(py, blocks)?)?;
+    if facts {
+        set_facts(&message, gathered.meta(role))?;
+    }
+    Ok(Some(message))
 }
 
 /// `ToolUseBlock(id, name or "?", {"arguments": arguments})` of an exact `FunctionCall`.
 fn tool_use<'py>(
     k: &Kinds<'py>,
     c: &Classes,
+    facts: &mut Gathered,
     call: &Bound<'py, PyAny>,
     i: isize,
     j: usize,
@@ -196,9 +293,13 @@ fn tool_use<'py>(
     let input = c.frozen_dict.bind(py).call0()?;
     input
         .cast::<PyDict>()?
-        .set_item(intern!(py, "arguments"), arguments)?;
+        .set_item(intern!(py, "arguments"), &arguments)?;
     untrack(&input);
     let id = call_id(&id, i, j)?;
+    if facts.on {
+        let json = input_json(c, &input, arguments.to_str()?)?;
+        facts.tool_use(id.to_str()?, name.to_str()?, &json);
+    }
     c.tool_use.bind(py).call1((id, name, input)).map(Some)
 }
 
@@ -206,6 +307,7 @@ fn tool_use<'py>(
 fn tool_result<'py>(
     k: &Kinds<'py>,
     c: &Classes,
+    facts: &mut Gathered,
     result: &Bound<'py, PyAny>,
     j: usize,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -229,6 +331,7 @@ fn tool_result<'py>(
     };
     // Results are named with the index -1, as `to_skeleton` names them.
     let id = call_id(&id, -1, j)?;
+    facts.tool_result(id.to_str()?, content.to_str()?);
     c.tool_result
         .bind(py)
         .call1((id, content, is_error))
@@ -239,9 +342,9 @@ fn tool_result<'py>(
 /// the module docs): `to_skeleton(items[j], base + j)` for each `j` read. `kinds` is
 /// `(SystemMessage, UserMessage, AssistantMessage, FunctionExecutionResultMessage,
 /// FunctionCall, FunctionExecutionResult)`; `base` is the history index of `items[0]` (it
-/// names tool calls that arrive without an id). With `facts`, each skeleton's facts (what a
-/// `MessageLog` indexes) are read as soon as it is made, while it is in the CPU's cache,
-/// rather than by a later pass over every skeleton.
+/// names tool calls that arrive without an id). With `facts`, each skeleton gets its facts
+/// (what a `MessageLog` indexes) from the values it is made of, as `meta_of` would read them
+/// back: no second walk over every skeleton.
 #[pyfunction]
 #[pyo3(signature = (kinds, items, start, base, *, facts = false))]
 pub fn autogen_skeletons<'py>(
@@ -258,12 +361,10 @@ pub fn autogen_skeletons<'py>(
     let mut j = start;
     while j < items.len() {
         let item = items.get_item(j)?;
-        let Some(skeleton) = stop_on_invalid(py, read(&k, c, &item, base + j as isize))? else {
+        let read = read(&k, c, &item, base + j as isize, facts);
+        let Some(skeleton) = stop_on_invalid(py, read)? else {
             break;
         };
-        if facts {
-            facts_of(&skeleton, || "message".to_owned())?;
-        }
         out.append(skeleton)?;
         j += 1;
     }
