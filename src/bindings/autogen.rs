@@ -21,7 +21,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::convert::{classes, Classes};
 use super::facts::set_facts;
-use super::message::{new_message, plain_str, text_block};
+use super::message::{checked_tool_use, new_message, plain_str, text_block, text_tool_result};
 use super::shapes::stop_on_invalid;
 use super::untrack::untrack;
 use crate::meta::{Meta, Role};
@@ -116,8 +116,13 @@ impl Gathered {
 
     fn meta(self, role: Role) -> Meta {
         let mut meta = Meta::new(role, self.tokens.total());
-        meta.tool_uses = self.uses.into();
-        meta.tool_results = self.results.into();
+        // Most messages have one kind of tool id or none: the empty lists stay `Meta::new`'s.
+        if !self.uses.is_empty() {
+            meta.tool_uses = self.uses.into();
+        }
+        if !self.results.is_empty() {
+            meta.tool_results = self.results.into();
+        }
         meta.real_user = role == Role::User && self.other;
         meta
     }
@@ -300,7 +305,7 @@ fn tool_use<'py>(
         let json = input_json(c, &input, arguments.to_str()?)?;
         facts.tool_use(id.to_str()?, name.to_str()?, &json);
     }
-    c.tool_use.bind(py).call1((id, name, input)).map(Some)
+    checked_tool_use(c, &id, &name, &input).map(Some)
 }
 
 /// `ToolResultBlock(call_id, content, bool(is_error))` of an exact `FunctionExecutionResult`.
@@ -332,10 +337,7 @@ fn tool_result<'py>(
     // Results are named with the index -1, as `to_skeleton` names them.
     let id = call_id(&id, -1, j)?;
     facts.tool_result(id.to_str()?, content.to_str()?);
-    c.tool_result
-        .bind(py)
-        .call1((id, content, is_error))
-        .map(Some)
+    text_tool_result(c, &id, &content, is_error).map(Some)
 }
 
 /// The skeletons of `items[start:]` up to the first message not in a shape read here (see
@@ -357,16 +359,13 @@ pub fn autogen_skeletons<'py>(
     let py = items.py();
     let k = Kinds::of(kinds)?;
     let c = classes(py)?;
-    let out = PyList::empty(py);
-    let mut j = start;
-    while j < items.len() {
-        let item = items.get_item(j)?;
+    let mut out = Vec::with_capacity(items.len().saturating_sub(start));
+    for (j, item) in items.iter().enumerate().skip(start) {
         let read = read(&k, c, &item, base + j as isize, facts);
         let Some(skeleton) = stop_on_invalid(py, read)? else {
             break;
         };
-        out.append(skeleton)?;
-        j += 1;
+        out.push(skeleton);
     }
-    Ok(out)
+    PyList::new(py, out)
 }
