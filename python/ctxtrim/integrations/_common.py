@@ -95,7 +95,9 @@ class Skeletons(Generic[T]):
 
     Keyed by ``id(obj)``; each entry holds ``obj`` and is trusted only when ``entry[0] is
     obj``. The cache is bounded by the history it serves: when it outgrows four times the
-    messages the last call read (and 4096), it keeps only those.
+    messages the last call read (and 4096), it keeps only those. ``cached=False`` keeps no
+    cache, for a :class:`Mirror` of a list its owner holds (the autogen contexts): the
+    mirror keeps the skeletons, and only a rebuild converts again.
     """
 
     def __init__(
@@ -299,7 +301,8 @@ class Mirror(Generic[T]):
     ``sync(messages)`` appends skeletons for new messages only (O(new)); if the list was
     replaced or rewritten (``clear``, ``load_state``, a new list), which it detects by the
     identity of its first and last mirrored objects, it rebuilds — reusing the skeleton of
-    every message object it has seen (``Skeletons``), so a rebuild converts nothing twice.
+    every message object it has seen when ``Skeletons`` caches them, so a rebuild converts
+    nothing twice (else it converts again, in one batch where ``convert_many`` is native).
     A context that owns its list mirrors it at once (``eager``); a function handed a list
     per call mirrors a list only from the second call that starts with the same object (a
     history kept across calls), since mirroring a list seen once would convert all of it
