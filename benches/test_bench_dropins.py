@@ -285,3 +285,32 @@ def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
     history, grow = _rounds(_pydantic_round, n)
     proc = TrimHistory(8000) if impl == "ctxtrim" else plain
     _timed(benchmark, f"pydantic-ai TrimHistory {n}", impl, grow, lambda: proc(history))
+
+
+# -- first calls ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "langchain trim_messages",
+        "autogen Buffered",
+        "autogen HeadAndTail",
+        "autogen TokenLimited",
+        "openai-agents trim_input",
+        "pydantic-ai TrimHistory",
+    ],
+)
+def test_first_call_script(name: str) -> None:
+    """``benches/first_call.py`` (the first call over a never-seen history, per message:
+    a script, run by hand) runs for every drop-in; a smoke test, nothing timed here."""
+    import first_call
+
+    module = {
+        "langchain": "langchain_core",
+        "autogen": "autogen_core",
+        "openai-agents": "agents",
+        "pydantic-ai": "pydantic_ai",
+    }[name.split()[0]]
+    pytest.importorskip(module)
+    assert first_call.first_call(first_call.DROPINS[name], 300, 1) > 0
