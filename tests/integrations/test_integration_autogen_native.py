@@ -319,3 +319,10 @@ def test_token_limited_rebuilds_count_only_what_the_view_reads() -> None:
         assert first[:2] == view[:2]
 
     asyncio.run(main())
+
+
+def test_the_reader_names_wrong_kinds() -> None:
+    with pytest.raises(TypeError, match="kinds must be"):
+        _core.autogen_skeletons((SystemMessage, UserMessage), [], 0, 0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _core.autogen_skeletons((1, 2, 3, 4, 5, 6), [], 0, 0)  # type: ignore[arg-type]
