@@ -57,6 +57,19 @@ def _timed(benchmark: Any, group: str, impl: str, grow: Callable[[], None], call
 # -- LangChain ------------------------------------------------------------------------------
 
 
+def _langchain_round(i: int) -> list[Any]:
+    import langchain_core.messages as lc
+
+    if i == 0:
+        return [lc.SystemMessage("You are an agent."), lc.HumanMessage("the task")]
+    cid = f"call_{i}"
+    return [
+        lc.AIMessage("", tool_calls=[{"id": cid, "name": "search", "args": {"q": str(i)}}]),
+        lc.ToolMessage(f"result {i} " * 20, tool_call_id=cid),
+        lc.AIMessage(f"answer {i} " * 10),
+    ]
+
+
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
 def test_langchain_trim_messages(benchmark: Any, impl: str, n: int) -> None:
@@ -65,17 +78,7 @@ def test_langchain_trim_messages(benchmark: Any, impl: str, n: int) -> None:
 
     from ctxtrim.integrations import langchain as ours
 
-    def round_(i: int) -> list[Any]:
-        if i == 0:
-            return [lc.SystemMessage("You are an agent."), lc.HumanMessage("the task")]
-        cid = f"call_{i}"
-        return [
-            lc.AIMessage("", tool_calls=[{"id": cid, "name": "search", "args": {"q": str(i)}}]),
-            lc.ToolMessage(f"result {i} " * 20, tool_call_id=cid),
-            lc.AIMessage(f"answer {i} " * 10),
-        ]
-
-    history, grow = _rounds(round_, n)
+    history, grow = _rounds(_langchain_round, n)
     trim = lc.trim_messages if impl == "langchain" else ours.trim_messages
     kw = {"max_tokens": 8000, "token_counter": count_tokens_approximately, "strategy": "last"}
     _timed(benchmark, f"langchain trim_messages {n}", impl, grow, lambda: trim(history, **kw))
@@ -235,6 +238,20 @@ def test_openai_agents_get_items(benchmark: Any, impl: str, n: int, tmp_path: An
 # -- pydantic-ai ----------------------------------------------------------------------------
 
 
+def _pydantic_round(i: int) -> list[Any]:
+    import pydantic_ai.messages as m
+
+    if i == 0:
+        return [m.ModelRequest(parts=[m.SystemPromptPart("agent"), m.UserPromptPart("task")])]
+    cid = f"call_{i}"
+    return [
+        m.ModelResponse(parts=[m.ToolCallPart("search", {"q": "x"}, tool_call_id=cid)]),
+        m.ModelRequest(parts=[m.ToolReturnPart("search", f"r {i} " * 20, tool_call_id=cid)]),
+        m.ModelResponse(parts=[m.TextPart(f"answer {i} " * 10)]),
+        m.ModelRequest(parts=[m.UserPromptPart("go on")]),
+    ]
+
+
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("impl", ["plain-python", "ctxtrim"])
 def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
@@ -249,17 +266,6 @@ def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
         if isinstance(part, m.ToolReturnPart):
             return part.model_response_str()
         return str(part.content)
-
-    def round_(i: int) -> list[Any]:
-        if i == 0:
-            return [m.ModelRequest(parts=[m.SystemPromptPart("agent"), m.UserPromptPart("task")])]
-        cid = f"call_{i}"
-        return [
-            m.ModelResponse(parts=[m.ToolCallPart("search", {"q": "x"}, tool_call_id=cid)]),
-            m.ModelRequest(parts=[m.ToolReturnPart("search", f"r {i} " * 20, tool_call_id=cid)]),
-            m.ModelResponse(parts=[m.TextPart(f"answer {i} " * 10)]),
-            m.ModelRequest(parts=[m.UserPromptPart("go on")]),
-        ]
 
     def plain(history: list[Any]) -> list[Any]:
         # No original: the processor a user writes (see PLAIN_WALK), with pydantic-ai's own
@@ -276,6 +282,35 @@ def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
             k -= 1
         return [history[0], *history[k:]]
 
-    history, grow = _rounds(round_, n)
+    history, grow = _rounds(_pydantic_round, n)
     proc = TrimHistory(8000) if impl == "ctxtrim" else plain
     _timed(benchmark, f"pydantic-ai TrimHistory {n}", impl, grow, lambda: proc(history))
+
+
+# -- first calls ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "langchain trim_messages",
+        "autogen Buffered",
+        "autogen HeadAndTail",
+        "autogen TokenLimited",
+        "openai-agents trim_input",
+        "pydantic-ai TrimHistory",
+    ],
+)
+def test_first_call_script(name: str) -> None:
+    """``benches/first_call.py`` (the first call over a never-seen history, per message:
+    a script, run by hand) runs for every drop-in; a smoke test, nothing timed here."""
+    import first_call
+
+    module = {
+        "langchain": "langchain_core",
+        "autogen": "autogen_core",
+        "openai-agents": "agents",
+        "pydantic-ai": "pydantic_ai",
+    }[name.split()[0]]
+    pytest.importorskip(module)
+    assert first_call.first_call(first_call.DROPINS[name], 300, 1) > 0

@@ -20,6 +20,7 @@ __all__ = [
     "__version__",
     "anthropic_fast_prefix",
     "anthropic_render",
+    "autogen_skeletons",
     "chat_fast",
     "chat_fast_prefix",
     "chat_render",
@@ -164,6 +165,20 @@ def chat_fast(
 ) -> Message | ToolResultBlock | None:
     """One Chat Completions message in a common shape, read without the general reader (a
     ``ToolResultBlock`` for a ``tool`` message), or ``None``."""
+
+def autogen_skeletons(
+    kinds: tuple[type, type, type, type, type, type],
+    items: list[Any],
+    start: int,
+    base: int,
+    *,
+    facts: bool = False,
+) -> list[Message]:
+    """The skeletons of ``items[start:]`` (autogen messages; ``items[0]`` at history index
+    ``base``), as ``ctxtrim.integrations.autogen.to_skeleton`` makes them, up to the first
+    message not in a common shape. ``kinds``: ``(SystemMessage, UserMessage,
+    AssistantMessage, FunctionExecutionResultMessage, FunctionCall, FunctionExecutionResult)``.
+    With ``facts``, each skeleton's facts are read (and cached on it) as it is made."""
 
 def chat_fast_prefix(
     raw_key: str,

@@ -31,8 +31,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use pyo3::{intern, Py};
 
-use super::convert::{check_message, classes, meta_of, tokens_of};
-use super::slots::{CacheSlot, FACTS};
+use super::convert::{check_message, meta_of, tokens_of};
+use super::slots::CacheSlot;
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
 use crate::log::Item;
@@ -181,8 +181,23 @@ pub fn facts_of<'py>(
         }
     }
     let meta = meta_of(msg, None, &path(), Encoding::Cl100k)?;
+    install(&slot, msg, meta)
+}
+
+/// Keeps `meta` as the facts of `msg`, a `Message` the caller has just built and whose facts
+/// it knows exactly as [`meta_of`] would read them (role, tool ids, `cl100k_base` estimate):
+/// a reader in the core that makes messages spares the walk over what it just wrote.
+pub fn set_facts<'py>(msg: &Bound<'py, PyAny>, meta: Meta) -> PyResult<Bound<'py, PyFacts>> {
+    install(&CacheSlot::facts(msg.py())?, msg, meta)
+}
+
+fn install<'py>(
+    slot: &CacheSlot<'py>,
+    msg: &Bound<'py, PyAny>,
+    meta: Meta,
+) -> PyResult<Bound<'py, PyFacts>> {
     let facts = Bound::new(
-        py,
+        msg.py(),
         PyFacts {
             meta,
             others: [AtomicU32::new(UNKNOWN), AtomicU32::new(UNKNOWN)],
@@ -192,10 +207,7 @@ pub fn facts_of<'py>(
     )?;
     untrack(facts.as_any());
     // The slot of a frozen struct: set as msgspec's `force_setattr` sets it.
-    classes(py)?
-        .force_setattr
-        .bind(py)
-        .call1((msg, intern!(py, FACTS), &facts))?;
+    slot.set(msg, facts.as_any())?;
     Ok(facts)
 }
 

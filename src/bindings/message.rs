@@ -260,8 +260,10 @@ thread_local! {
 }
 
 /// `f()`, in which the struct built from `part` skips its `__post_init__` checks: for a
-/// `TextBlock` of a text `plain_text` accepted, or a `Message` (exactly) of a fixed role,
-/// blocks of exact block classes allowed for it, and no options. Only a struct holding
+/// `TextBlock` of a text `plain_text` accepted, a `Message` (exactly) of a fixed role,
+/// blocks of exact block classes allowed for it, and no options, or a `ToolUseBlock` /
+/// `ToolResultBlock` whose fields a reader in the core checked (`checked_tool_use`,
+/// `text_tool_result`). Only a struct holding
 /// `part` itself is trusted, so a struct some other code builds meanwhile (a finalizer run
 /// by a collection during the allocation) is checked as usual.
 fn trusted<T>(part: &Bound<'_, PyAny>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
@@ -303,13 +305,53 @@ pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `ToolUseBlock.__post_init__` (its `input` replaced by its frozen copy).
 #[pyfunction]
 pub fn tool_use_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    if is_trusted(block, intern!(block.py(), "input"))? {
+        return Ok(());
+    }
     checked(block, tool_use_ok(block)?)
 }
 
 /// `ToolResultBlock.__post_init__`.
 #[pyfunction]
 pub fn tool_result_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
+    if is_trusted(block, intern!(block.py(), "tool_use_id"))? {
+        return Ok(());
+    }
     checked(block, tool_result_ok(block)?)
+}
+
+/// `ToolUseBlock(id, name, input)` for a reader in the core that checked every field itself:
+/// `id` and `name` non-empty `str`s of valid UTF-8, `input` a `FrozenDict` of plain JSON it
+/// has just made (the part trusted: no other struct can hold it).
+pub(super) fn checked_tool_use<'py>(
+    c: &Classes,
+    id: &Bound<'py, PyString>,
+    name: &Bound<'py, PyString>,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = input.py();
+    let args = (id, name, input).into_pyobject(py)?;
+    if nonempty_str(id.as_any()) && nonempty_str(name.as_any()) {
+        return trusted(input, || c.tool_use.bind(py).call1(args));
+    }
+    c.tool_use.bind(py).call1(args)
+}
+
+/// `ToolResultBlock(tool_use_id, content, is_error)` with text content, for a reader in the
+/// core: its checks are skipped when the id is a non-empty `str` and the content a `str`,
+/// both of valid UTF-8 (all they check of these fields).
+pub(super) fn text_tool_result<'py>(
+    c: &Classes,
+    id: &Bound<'py, PyString>,
+    content: &Bound<'py, PyString>,
+    is_error: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = id.py();
+    let args = (id, content, is_error).into_pyobject(py)?;
+    if nonempty_str(id.as_any()) && plain_str(content) {
+        return trusted(id.as_any(), || c.tool_result.bind(py).call1(args));
+    }
+    c.tool_result.bind(py).call1(args)
 }
 
 /// `Message.__post_init__` (its `meta` replaced by its frozen copy).

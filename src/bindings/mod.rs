@@ -7,6 +7,7 @@
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
 mod anthropic;
+mod autogen;
 mod chat;
 mod convert;
 mod errors;
@@ -33,6 +34,8 @@ use pyo3::prelude::*;
 mod core_module {
     #[pymodule_export]
     use super::anthropic::{anthropic_fast_prefix, anthropic_render};
+    #[pymodule_export]
+    use super::autogen::autogen_skeletons;
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
     #[pymodule_export]

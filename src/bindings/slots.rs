@@ -1,19 +1,22 @@
-//! `CacheSlot`: reads one of a `Message`'s cache slots (`ctxtrim.messages.CACHE_SLOTS`: its
-//! facts, its kept renderings) straight from the object, as CPython's own slot descriptor does.
+//! `CacheSlot`: reads (and writes) one of a `Message`'s cache slots
+//! (`ctxtrim.messages.CACHE_SLOTS`: its facts, its kept renderings) straight from the object,
+//! as CPython's own slot descriptor does.
 //!
 //! Every window decision reads the facts slot of each message it looks at, and every request
 //! the rendering slot of each message it sends. Through `getattr` a read costs a type lookup
 //! and a descriptor call, and an unset slot raises and discards an `AttributeError` (~150 ns:
 //! each new message's first read of each slot, so several per message on a server turn). The
 //! slot's offset is fixed by its class; reading the pointer there is one load, and an unset
-//! slot is a null pointer. The offset is taken from the slot's member descriptor once per
-//! interpreter, after checking that the descriptor is CPython's `member_descriptor` for an
-//! aligned object slot of the cache class `Message` derives from.
+//! slot is a null pointer. Writing it is one store (and the release of what it held), where
+//! msgspec's `force_setattr` costs a Python call per new message's facts. The offset is taken
+//! from the slot's member descriptor once per interpreter, after checking that the descriptor
+//! is CPython's `member_descriptor` for an aligned object slot of the cache class `Message`
+//! derives from.
 //!
-//! Invariants: only an object whose type is exactly `Message` is read directly (its layout is
-//! the cache class's plus Message's fields); anything else goes through `getattr`, as does
-//! every read on a free-threaded build (where CPython reads slots atomically). An unset slot
-//! reads as `None`. This module and `untrack` are the only places with `unsafe` code.
+//! Invariants: only an object whose type is exactly `Message` is read or written directly
+//! (its layout is the cache class's plus Message's fields); anything else goes through
+//! `getattr`/`force_setattr`, as does every access on a free-threaded build (where CPython
+//! reads slots atomically). An unset slot reads as `None`. This module and `untrack` are the only places with `unsafe` code.
 
 #![allow(unsafe_code)]
 
@@ -124,6 +127,39 @@ impl<'py> CacheSlot<'py> {
                 }
             }
             _ => obj.getattr_opt(&self.name),
+        }
+    }
+
+    /// Keeps `value` in this slot of `obj` (a frozen struct: as msgspec's `force_setattr`
+    /// sets it, and through it for anything but an exact `Message` with a known offset).
+    pub fn set(&self, obj: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<()> {
+        let py = obj.py();
+        let c = classes(py)?;
+        match self.offset {
+            Some(offset) if obj.get_type().is(c.message.bind(py)) => {
+                #[allow(clippy::cast_ptr_alignment)]
+                // SAFETY: as in `get`, the field at `offset` of an exact `Message` is its
+                // `PyObject*` slot (or NULL); with the GIL held no other thread touches it.
+                // The slot takes a new reference to `value`; the one it held is released
+                // after the write, as CPython's member descriptor does.
+                unsafe {
+                    let field = obj
+                        .as_ptr()
+                        .cast::<u8>()
+                        .offset(offset)
+                        .cast::<*mut ffi::PyObject>();
+                    let old = field.read();
+                    field.write(value.clone().into_ptr());
+                    if !old.is_null() {
+                        ffi::Py_DECREF(old);
+                    }
+                }
+                Ok(())
+            }
+            _ => {
+                c.force_setattr.bind(py).call1((obj, &self.name, value))?;
+                Ok(())
+            }
         }
     }
 }

@@ -72,6 +72,11 @@ class Counts:
     def bind(self, skeleton: Message, source: Any) -> None:
         self._origin[id(skeleton)] = (skeleton, source)
 
+    def bind_many(self, skeletons: Sequence[Message], sources: Sequence[Any]) -> None:
+        """``bind`` of each skeleton to its source, pairwise, in one C-level update."""
+        pairs = zip(skeletons, sources, strict=True)
+        self._origin.update(zip(map(id, skeletons), pairs, strict=True))
+
     def forget(self, skeletons: dict[int, tuple[Message, Any]]) -> None:
         self._origin = skeletons
 
@@ -90,18 +95,50 @@ class Skeletons(Generic[T]):
 
     Keyed by ``id(obj)``; each entry holds ``obj`` and is trusted only when ``entry[0] is
     obj``. The cache is bounded by the history it serves: when it outgrows four times the
-    messages the last call read (and 4096), it keeps only those.
+    messages the last call read (and 4096), it keeps only those. ``cached=False`` keeps no
+    cache, for a :class:`Mirror` of a list its owner holds (the autogen contexts): the
+    mirror keeps the skeletons, and only a rebuild converts again.
     """
 
-    def __init__(self, convert: Callable[[T, int], Message], counts: Counts | None = None) -> None:
+    def __init__(
+        self,
+        convert: Callable[[T, int], Message],
+        counts: Counts | None = None,
+        *,
+        convert_many: Callable[[Sequence[T], int], list[Message]] | None = None,
+        cached: bool = True,
+    ) -> None:
         self._convert = convert
+        self._convert_many = convert_many
         self.counts = counts
         self._cache: dict[int, tuple[T, Message]] = {}
+        # Without the cache (``cached=False``, for a Mirror that keeps the skeletons of the
+        # list it mirrors) every call converts, and ``reset`` forgets the counts' bindings.
+        self._cached = cached
 
     def of(self, objs: Sequence[T], start: int = 0) -> list[Message]:
         """The skeletons of ``objs`` (``start`` is the index of ``objs[0]`` in the history:
-        it names tool calls that arrive without an id)."""
+        it names tool calls that arrive without an id).
+
+        With ``convert_many`` (``convert`` of each item, in one call) and nothing cached yet
+        — a history's first sight — the items are converted in one batch and cached in one
+        C-level update, with no Python step per item.
+        """
+        if not self._cached:
+            if self._convert_many is not None:
+                fresh = self._convert_many(objs, start)
+            else:
+                fresh = [self._convert(obj, start + j) for j, obj in enumerate(objs)]
+            if self.counts is not None:
+                self.counts.bind_many(fresh, objs)
+            return fresh
         cache = self._cache
+        if not cache and self._convert_many is not None:
+            fresh = self._convert_many(objs, start)
+            cache.update(zip(map(id, objs), zip(objs, fresh, strict=True), strict=True))
+            if self.counts is not None:
+                self.counts.bind_many(fresh, objs)
+            return fresh
         out: list[Message] = []
         for j, obj in enumerate(objs):
             hit = cache.get(id(obj))
@@ -116,6 +153,11 @@ class Skeletons(Generic[T]):
 
     def one(self, obj: T, i: int) -> Message:
         """The skeleton of ``obj``, the item at index ``i`` (converted on first sight)."""
+        if not self._cached:
+            sk = self._convert(obj, i)
+            if self.counts is not None:
+                self.counts.bind(sk, obj)
+            return sk
         hit = self._cache.get(id(obj))
         if hit is None or hit[0] is not obj:
             sk = self._convert(obj, i)
@@ -124,6 +166,12 @@ class Skeletons(Generic[T]):
             if self.counts is not None:
                 self.counts.bind(sk, obj)
         return hit[1]
+
+    def reset(self) -> None:
+        """Called when the skeletons made so far are dropped (a Mirror's rebuild): without
+        the cache, nothing can hand them out again, so the counts forget them."""
+        if not self._cached and self.counts is not None:
+            self.counts.forget({})
 
     def trim_to(self, objs: Sequence[T], ranges: Ranges) -> None:
         """Bound the cache after a window of ``objs``: past its cap, keep the head, the
@@ -253,7 +301,8 @@ class Mirror(Generic[T]):
     ``sync(messages)`` appends skeletons for new messages only (O(new)); if the list was
     replaced or rewritten (``clear``, ``load_state``, a new list), which it detects by the
     identity of its first and last mirrored objects, it rebuilds — reusing the skeleton of
-    every message object it has seen (``Skeletons``), so a rebuild converts nothing twice.
+    every message object it has seen when ``Skeletons`` caches them, so a rebuild converts
+    nothing twice (else it converts again, in one batch where ``convert_many`` is native).
     A context that owns its list mirrors it at once (``eager``); a function handed a list
     per call mirrors a list only from the second call that starts with the same object (a
     history kept across calls), since mirroring a list seen once would convert all of it
@@ -305,10 +354,14 @@ class Mirror(Generic[T]):
         self.source.extend(new)
         self.skeletons.trim(self.source)
 
-    def _tokens(self, skeletons: list[Message]) -> list[int]:
-        # Read now (facts and counts are cached on each skeleton), not when the log is
-        # next indexed: a context that mirrors on append pays for a message when it arrives.
+    def _tokens(self, skeletons: list[Message]) -> list[int] | None:
+        # A counter's counts are read now (facts and counts are cached on each skeleton), not
+        # when the log is next indexed: a context that mirrors on append pays for a message
+        # when it arrives. Without one, the log's own estimate is the same count, read by the
+        # core when it indexes the batch (no Python call per message).
         counter = self._counter
+        if counter is None:
+            return None
         return [_core.message_tokens(sk, counter=counter) for sk in skeletons]
 
     def same(self, messages: Sequence[T], a: int, b: int) -> bool:
@@ -374,3 +427,4 @@ class Mirror(Generic[T]):
         self.source = []
         self.list = []
         self.log = MessageLog()
+        self.skeletons.reset()

@@ -35,6 +35,7 @@ Deliberate differences from autogen (docs/design.md, "Integrations"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ctxtrim import _core
@@ -48,6 +49,7 @@ try:
     from autogen_core.models import (
         AssistantMessage,
         ChatCompletionClient,
+        FunctionExecutionResult,
         FunctionExecutionResultMessage,
         LLMMessage,
         SystemMessage,
@@ -65,6 +67,7 @@ __all__ = [
     "TokenLimitedChatCompletionContext",
     "UnboundedChatCompletionContext",
     "to_skeleton",
+    "to_skeletons",
 ]
 
 
@@ -103,6 +106,41 @@ def to_skeleton(message: LLMMessage, i: int = 0) -> Message:
             ]
         )
     raise TypeError(f"not an autogen LLMMessage: {type(message).__name__}")
+
+
+#: The classes the core reads (exactly these, no subclass): see ``_core.autogen_skeletons``.
+_KINDS = (
+    SystemMessage,
+    UserMessage,
+    AssistantMessage,
+    FunctionExecutionResultMessage,
+    FunctionCall,
+    FunctionExecutionResult,
+)
+
+
+def to_skeletons(
+    messages: Sequence[LLMMessage], start: int = 0, *, facts: bool = False
+) -> list[Message]:
+    """``[to_skeleton(m, start + j) for j, m in enumerate(messages)]``, made by the core for
+    the shapes autogen builds (exact autogen classes, fields of their declared types) and
+    by :func:`to_skeleton` for any other message, which also raises every error.
+
+    ``start`` is the index of ``messages[0]`` in the history. With ``facts``, the core
+    reads each skeleton's facts (what a :class:`MessageLog` indexes) as it makes it.
+    """
+    items = messages if type(messages) is list else list(messages)
+    n = len(items)
+    out = _core.autogen_skeletons(_KINDS, items, 0, start, facts=facts)
+    while len(out) < n:
+        k = len(out)
+        out.append(to_skeleton(items[k], start + k))
+        out += _core.autogen_skeletons(_KINDS, items, k + 1, start, facts=facts)
+    return out
+
+
+def _to_indexed_skeletons(messages: Sequence[LLMMessage], start: int) -> list[Message]:
+    return to_skeletons(messages, start, facts=True)
 
 
 def _is_function_call_message(m: object) -> bool:
@@ -144,9 +182,13 @@ class _PairSafeContext(ChatCompletionContext):
 
     def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
         super().__init__(initial_messages)
-        self._mirror: Mirror[LLMMessage] = Mirror(
-            Skeletons(to_skeleton, self._counts()), with_log=self._with_log
-        )
+        # The mirror keeps the skeletons of the context's own list, so they are not also
+        # cached by message object: a rebuild (the list replaced or changed behind the
+        # context's back) converts again, natively, and TokenLimited's client counts again
+        # only what its next view reads.
+        many = _to_indexed_skeletons if self._with_log else to_skeletons
+        skeletons = Skeletons(to_skeleton, self._counts(), convert_many=many, cached=False)
+        self._mirror: Mirror[LLMMessage] = Mirror(skeletons, with_log=self._with_log)
 
     async def add_message(self, message: LLMMessage) -> None:
         """autogen's ``add_message``; the message is converted to its skeleton now (once),
