@@ -548,7 +548,7 @@ fn assistant_blocks<'py>(
             blocks.push(call);
         } else {
             let args = call.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 3)?;
-            blocks.push(c.tool_use.bind(py).call1(args).ok()?);
+            blocks.push(tool_use_of(c, args).ok()?);
         }
     }
     Some(blocks)
@@ -591,8 +591,49 @@ fn result_blocks<'py>(
                 .cast_exact::<PyTuple>()
                 .ok()
                 .filter(|t| t.len() == 2 || t.len() == 3)?;
-            blocks.push(c.tool_result.bind(py).call1(args).ok()?);
+            blocks.push(tool_result_of(c, args).ok()?);
         }
     }
     Some(blocks)
+}
+
+/// `ToolUseBlock(*args)` for an `(id, name, input)` tuple: the input frozen here and the
+/// block's checks skipped when the ids are plain strings and the input was copied (a new
+/// frozen dict, which nothing else holds), else the class checks everything.
+fn tool_use_of<'py>(c: &Classes, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    let py = args.py();
+    let [id, name, input] = [args.get_item(0)?, args.get_item(1)?, args.get_item(2)?];
+    if let (Ok(id), Ok(name)) = (id.cast_exact::<PyString>(), name.cast_exact::<PyString>()) {
+        if let Some(frozen) = frozen_json(&input)? {
+            if !frozen.is(&input) {
+                return checked_tool_use(c, id, name, &frozen);
+            }
+        }
+    }
+    c.tool_use.bind(py).call1(args)
+}
+
+/// `ToolResultBlock(*args)` for a `(tool_use_id, content[, is_error])` tuple: its checks
+/// skipped when the id and content are plain strings (and `is_error` a bool), else the class
+/// checks everything.
+fn tool_result_of<'py>(c: &Classes, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
+    let py = args.py();
+    let id = args.get_item(0)?;
+    let content = args.get_item(1)?;
+    let is_error = if args.len() == 3 {
+        args.get_item(2)?
+            .cast_exact::<PyBool>()
+            .ok()
+            .map(PyBoolMethods::is_true)
+    } else {
+        Some(false)
+    };
+    if let (Ok(id), Ok(content), Some(is_error)) = (
+        id.cast_exact::<PyString>(),
+        content.cast_exact::<PyString>(),
+        is_error,
+    ) {
+        return text_tool_result(c, id, content, is_error);
+    }
+    c.tool_result.bind(py).call1(args)
 }
