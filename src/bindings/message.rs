@@ -15,6 +15,10 @@
 //! keyword options) are built here; anything else — and any error — is handed to the Python
 //! constructor (`_user`, `_assistant`, `_tool_results`), which takes every form and raises
 //! the error with its path. Constructors have no side effects, so running one again is safe.
+//! What they build from parts they checked themselves (and the readers in the core, which
+//! use the same `new_message`, `text_block`, `checked_tool_use`, `text_tool_result`) is made
+//! by writing the struct's fields (`fresh`), without a call into the class or its
+//! `__post_init__`: about half a message's construction time.
 //!
 //! `frozen_json` makes a message immutable all the way down: a tool call's `input` and a
 //! message's `meta` are stored as `FrozenDict`/`FrozenList` copies (dict and list subclasses
@@ -24,8 +28,6 @@
 //! they hold only plain JSON and other such copies, and never change, so no cycle can run
 //! through them (a server holding millions of messages gives the collector nothing to walk).
 
-use std::cell::Cell;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
@@ -33,6 +35,7 @@ use pyo3::{intern, Py};
 use super::convert::{
     classes, read_fields, Classes, MESSAGE_FIELDS, TOOL_RESULT_FIELDS, TOOL_USE_FIELDS,
 };
+use super::fresh::layouts;
 use super::untrack::untrack;
 
 /// Nesting beyond which a value is left to the Python checks (which also find cycles).
@@ -253,37 +256,6 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(true)
 }
 
-thread_local! {
-    /// While a constructor below builds a struct from a part it has checked itself (a
-    /// message's blocks tuple, a text block's text), the address of that part; else 0.
-    static TRUSTED: Cell<usize> = const { Cell::new(0) };
-}
-
-/// `f()`, in which the struct built from `part` skips its `__post_init__` checks: for a
-/// `TextBlock` of a text `plain_text` accepted, a `Message` (exactly) of a fixed role,
-/// blocks of exact block classes allowed for it, and no options, or a `ToolUseBlock` /
-/// `ToolResultBlock` whose fields a reader in the core checked (`checked_tool_use`,
-/// `text_tool_result`). Only a struct holding
-/// `part` itself is trusted, so a struct some other code builds meanwhile (a finalizer run
-/// by a collection during the allocation) is checked as usual.
-fn trusted<T>(part: &Bound<'_, PyAny>, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            TRUSTED.with(|t| t.set(0));
-        }
-    }
-    TRUSTED.with(|t| t.set(part.as_ptr() as usize));
-    let _reset = Reset;
-    f()
-}
-
-/// Whether `obj`'s field `name` is the part being trusted.
-fn is_trusted(obj: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<bool> {
-    let part = TRUSTED.with(Cell::get);
-    Ok(part != 0 && obj.getattr(name)?.as_ptr() as usize == part)
-}
-
 /// Runs the struct's Python checks (`_check`) unless the fast checks said yes.
 fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
     if !fast_ok {
@@ -295,9 +267,6 @@ fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
 /// `TextBlock.__post_init__`.
 #[pyfunction]
 pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted(block, intern!(block.py(), "text"))? {
-        return Ok(());
-    }
     let text = block.getattr(intern!(block.py(), "text"))?;
     checked(block, text.cast_exact::<PyString>().is_ok_and(plain_str))
 }
@@ -305,24 +274,18 @@ pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `ToolUseBlock.__post_init__` (its `input` replaced by its frozen copy).
 #[pyfunction]
 pub fn tool_use_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted(block, intern!(block.py(), "input"))? {
-        return Ok(());
-    }
     checked(block, tool_use_ok(block)?)
 }
 
 /// `ToolResultBlock.__post_init__`.
 #[pyfunction]
 pub fn tool_result_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted(block, intern!(block.py(), "tool_use_id"))? {
-        return Ok(());
-    }
     checked(block, tool_result_ok(block)?)
 }
 
-/// `ToolUseBlock(id, name, input)` for a reader in the core that checked every field itself:
-/// `id` and `name` non-empty `str`s of valid UTF-8, `input` a `FrozenDict` of plain JSON it
-/// has just made (the part trusted: no other struct can hold it).
+/// `ToolUseBlock(id, name, input)` for a caller in the core that made `input` (a `FrozenDict`
+/// of plain JSON): built without its checks (`fresh`) when `id` and `name` are non-empty
+/// `str`s of valid UTF-8, else through the class, whose checks raise.
 pub(super) fn checked_tool_use<'py>(
     c: &Classes,
     id: &Bound<'py, PyString>,
@@ -330,16 +293,17 @@ pub(super) fn checked_tool_use<'py>(
     input: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = input.py();
-    let args = (id, name, input).into_pyobject(py)?;
     if nonempty_str(id.as_any()) && nonempty_str(name.as_any()) {
-        return trusted(input, || c.tool_use.bind(py).call1(args));
+        if let Some(layout) = &layouts(py)?.tool_use {
+            return layout.build(py, &[id, name, input]);
+        }
     }
-    c.tool_use.bind(py).call1(args)
+    c.tool_use.bind(py).call1((id, name, input))
 }
 
-/// `ToolResultBlock(tool_use_id, content, is_error)` with text content, for a reader in the
-/// core: its checks are skipped when the id is a non-empty `str` and the content a `str`,
-/// both of valid UTF-8 (all they check of these fields).
+/// `ToolResultBlock(tool_use_id, content, is_error)` with text content: built without its
+/// checks (`fresh`) when the id is a non-empty `str` and the content a `str`, both of valid
+/// UTF-8 (all they check of these fields), else through the class.
 pub(super) fn text_tool_result<'py>(
     c: &Classes,
     id: &Bound<'py, PyString>,
@@ -347,19 +311,19 @@ pub(super) fn text_tool_result<'py>(
     is_error: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = id.py();
-    let args = (id, content, is_error).into_pyobject(py)?;
     if nonempty_str(id.as_any()) && plain_str(content) {
-        return trusted(id.as_any(), || c.tool_result.bind(py).call1(args));
+        if let Some(layout) = &layouts(py)?.tool_result {
+            let is_error = PyBool::new(py, is_error).to_owned().into_any();
+            let none = py.None().into_bound(py);
+            return layout.build(py, &[id, content, &is_error, &none]);
+        }
     }
-    c.tool_result.bind(py).call1(args)
+    c.tool_result.bind(py).call1((id, content, is_error))
 }
 
 /// `Message.__post_init__` (its `meta` replaced by its frozen copy).
 #[pyfunction]
 pub fn message_post_init(message: &Bound<'_, PyAny>) -> PyResult<()> {
-    if is_trusted(message, intern!(message.py(), "content"))? {
-        return Ok(());
-    }
     checked(message, message_ok(message)?)
 }
 
@@ -421,8 +385,9 @@ fn blocks_allowed(c: &Classes, role: &Bound<'_, PyString>, blocks: &Bound<'_, Py
     })
 }
 
-/// `Message(role, blocks)` with no options, for the core's constructors and readers: its
-/// checks are skipped when `blocks_allowed` says they would pass, else they run (and raise).
+/// `Message(role, blocks)` with no options, for the core's constructors and readers: built
+/// without its checks (`fresh`) when `blocks_allowed` says they would pass, else through the
+/// class (they run, and raise).
 pub(super) fn new_message<'py>(
     c: &Classes,
     role: &Bound<'py, PyString>,
@@ -430,24 +395,28 @@ pub(super) fn new_message<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = role.py();
     let class = c.message.bind(py);
-    let args = (role, &blocks).into_pyobject(py)?;
     if blocks_allowed(c, role, &blocks) {
-        return trusted(blocks.as_any(), || class.call1(args));
+        if let Some(layout) = &layouts(py)?.message {
+            let none = py.None().into_bound(py);
+            return layout.build(py, &[role, &blocks, &none, &none, &none, &none, &none]);
+        }
     }
-    class.call1(args)
+    class.call1((role, &blocks))
 }
 
-/// `TextBlock(text)`, its checks skipped when `text` is valid UTF-8 (all they check).
+/// `TextBlock(text)`, built without its checks (`fresh`) when `text` is valid UTF-8 (all they
+/// check).
 pub(super) fn text_block<'py>(
     c: &Classes,
     text: &Bound<'py, PyString>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = text.py();
-    let args = PyTuple::new(py, [text])?;
     if plain_str(text) {
-        return trusted(text.as_any(), || c.text.bind(py).call1(args));
+        if let Some(layout) = &layouts(py)?.text {
+            return layout.build(py, &[text]);
+        }
     }
-    c.text.bind(py).call1(args)
+    c.text.bind(py).call1((text,))
 }
 
 /// Calls the Python constructor `slow(cls, *args, **options)`.

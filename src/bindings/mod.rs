@@ -12,6 +12,7 @@ mod chat;
 mod convert;
 mod errors;
 mod facts;
+mod fresh;
 mod json;
 mod log;
 mod message;

@@ -16,7 +16,8 @@
 //! Invariants: only an object whose type is exactly `Message` is read or written directly
 //! (its layout is the cache class's plus Message's fields); anything else goes through
 //! `getattr`/`force_setattr`, as does every access on a free-threaded build (where CPython
-//! reads slots atomically). An unset slot reads as `None`. This module and `untrack` are the only places with `unsafe` code.
+//! reads slots atomically). An unset slot reads as `None`. This module, `fresh` and
+//! `untrack` are the only places with `unsafe` code.
 
 #![allow(unsafe_code)]
 

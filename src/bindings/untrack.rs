@@ -6,7 +6,7 @@
 //! it holds that Python would track is untracked here when it is made: its frozen JSON
 //! copies (`FrozenDict`/`FrozenList` of plain JSON, which never change) and its facts
 //! object. CPython has no Python-level call for this, hence an FFI call (the crate's other
-//! `unsafe` is the slot read in `slots`).
+//! `unsafe` is the slot access in `slots` and the struct building in `fresh`).
 
 #![allow(unsafe_code)]
 

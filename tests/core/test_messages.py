@@ -905,3 +905,23 @@ def test_the_checks_the_fast_constructors_skip_still_run_for_everything_else() -
 
     with pytest.raises(InvalidMessage, match="no users here"):
         Tagged.user("hi")
+
+
+def test_messages_the_core_builds_hold_one_reference_per_field_and_release_it() -> None:
+    # The common messages are built in the core by writing their fields at their slots: each
+    # field must take exactly one reference to its value and give it back with the message.
+    text = "".join(["a text ", "that is not interned"])
+    call_id = "".join(["call", "-7"])
+    before = (sys.getrefcount(text), sys.getrefcount(call_id))
+    built = [
+        Message.user(text),
+        Message.assistant(text, tool_uses=[(call_id, "f", {"k": text})]),
+        Message.tool_results((call_id, text)),
+    ]
+    # the user's text block, the assistant's text block and frozen input, the result
+    assert sys.getrefcount(text) - before[0] == 4
+    assert sys.getrefcount(call_id) - before[1] == 2  # the call and the result
+    assert built[2].content[0].tool_use_id is call_id and built[0].text == text
+    assert [type(m) for m in built] == [Message] * 3 and not any(gc.is_tracked(m) for m in built)
+    del built
+    assert (sys.getrefcount(text), sys.getrefcount(call_id)) == before

@@ -1,0 +1,146 @@
+//! `fresh`: a message struct whose fields the core has checked, built by writing its fields.
+//!
+//! Building a `Message` or a block through its class costs a call into msgspec's constructor
+//! and one into the struct's `__post_init__` (the core's checks): together about half of a
+//! message's construction time, paid for every message a
+//! constructor or a reader makes. When the core has itself checked every field, the struct is
+//! made as msgspec makes it: allocated by its type (`tp_alloc`: zeroed, the type referenced)
+//! and each field stored at its slot, a new reference each. That is all msgspec's
+//! constructor does for these classes: `gc=False` (never tracked), no defaults computed at
+//! construction beyond the `None`s the caller passes, no weak references, no `__dict__`.
+//!
+//! Invariants: a class is built this way only if, when this module first loads, it is not a
+//! GC type, every field named in its `__struct_fields__` is CPython's `member_descriptor` for
+//! an aligned object slot inside the instance, and the build is given exactly one value per
+//! field in that order; otherwise (or on a free-threaded build) `layout` is `None` and the
+//! caller goes through the class. This module, `slots` and `untrack` are the only places
+//! with `unsafe` code.
+
+#![allow(unsafe_code)]
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+use pyo3::{ffi, intern};
+
+use super::convert::classes;
+
+/// Where a struct class keeps its fields: the offset of each, in `__struct_fields__` order.
+pub struct Layout {
+    ty: Py<PyType>,
+    offsets: Vec<isize>,
+}
+
+/// The layouts of the classes the core builds, or `None` for a class it must call.
+pub struct Layouts {
+    pub message: Option<Layout>,
+    pub text: Option<Layout>,
+    pub tool_use: Option<Layout>,
+    pub tool_result: Option<Layout>,
+}
+
+static LAYOUTS: PyOnceLock<Layouts> = PyOnceLock::new();
+
+pub fn layouts(py: Python<'_>) -> PyResult<&Layouts> {
+    LAYOUTS.get_or_try_init(py, || {
+        let c = classes(py)?;
+        // A free-threaded CPython writes slots atomically: leave it to the class.
+        let free_threaded = py
+            .import("sysconfig")?
+            .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
+            .is_truthy()?;
+        let of = |ty: &Py<PyType>| -> PyResult<Option<Layout>> {
+            if free_threaded {
+                return Ok(None);
+            }
+            layout_of(ty.bind(py))
+        };
+        Ok(Layouts {
+            message: of(&c.message)?,
+            text: of(&c.text)?,
+            tool_use: of(&c.tool_use)?,
+            tool_result: of(&c.tool_result)?,
+        })
+    })
+}
+
+/// The layout of `ty`, if every field is an object slot this module can write.
+fn layout_of(ty: &Bound<'_, PyType>) -> PyResult<Option<Layout>> {
+    let py = ty.py();
+    let member_type = py.import("types")?.getattr("MemberDescriptorType")?;
+    // SAFETY: `ty` is a live type object; its flags and basic size are plain fields.
+    let (flags, size) = unsafe {
+        let t = ty.as_type_ptr();
+        (ffi::PyType_GetFlags(t), (*t).tp_basicsize)
+    };
+    if flags & ffi::Py_TPFLAGS_HAVE_GC != 0 {
+        return Ok(None);
+    }
+    let mut offsets = Vec::new();
+    for name in ty.getattr(intern!(py, "__struct_fields__"))?.try_iter()? {
+        let name = name?;
+        let mut descr = None;
+        for base in ty.getattr(intern!(py, "__mro__"))?.try_iter()? {
+            if let Ok(d) = base?.getattr("__dict__")?.get_item(&name) {
+                descr = Some(d);
+                break;
+            }
+        }
+        let Some(descr) = descr.filter(|d| d.get_type().is(&member_type)) else {
+            return Ok(None);
+        };
+        // SAFETY: `descr` is exactly a `member_descriptor`, whose C struct is a
+        // `PyMemberDescrObject` pointing at its `PyMemberDef`, alive as long as the class.
+        let member = unsafe {
+            let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
+            (*d).d_member.cast::<ffi::PyMemberDef>().read()
+        };
+        let width = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+        let aligned = member.offset % std::mem::align_of::<*mut ffi::PyObject>() as isize == 0;
+        let inside = member.offset >= std::mem::size_of::<ffi::PyObject>() as isize
+            && member.offset + width <= size;
+        if member.type_code != ffi::Py_T_OBJECT_EX || !aligned || !inside {
+            return Ok(None);
+        }
+        offsets.push(member.offset);
+    }
+    Ok(Some(Layout {
+        ty: ty.clone().unbind(),
+        offsets,
+    }))
+}
+
+impl Layout {
+    /// A new instance with `values` as its fields (one per field, in order): what calling
+    /// the class makes, without its `__post_init__`. The caller has checked every value.
+    pub fn build<'py>(
+        &self,
+        py: Python<'py>,
+        values: &[&Bound<'py, PyAny>],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        assert_eq!(values.len(), self.offsets.len(), "one value per field");
+        let ty = self.ty.bind(py);
+        // SAFETY: `tp_alloc` of a non-GC type returns a zeroed instance of `tp_basicsize`
+        // bytes with its type referenced (or NULL with an exception set); every offset was
+        // checked to be an aligned object slot inside that size, and each store takes a new
+        // reference to its value, as msgspec's constructor does; the slots start NULL, so
+        // nothing is released.
+        unsafe {
+            let t = ty.as_type_ptr();
+            let alloc = (*t).tp_alloc.unwrap_or(ffi::PyType_GenericAlloc);
+            let obj = alloc(t, 0);
+            if obj.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            for (value, offset) in values.iter().zip(&self.offsets) {
+                #[allow(clippy::cast_ptr_alignment)] // checked aligned in `layout_of`
+                let field = obj
+                    .cast::<u8>()
+                    .offset(*offset)
+                    .cast::<*mut ffi::PyObject>();
+                field.write((*value).clone().into_ptr());
+            }
+            Ok(Bound::from_owned_ptr(py, obj))
+        }
+    }
+}
