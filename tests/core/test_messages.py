@@ -921,7 +921,9 @@ def test_messages_the_core_builds_hold_one_reference_per_field_and_release_it() 
     # the user's text block, the assistant's text block and frozen input, the result
     assert sys.getrefcount(text) - before[0] == 4
     assert sys.getrefcount(call_id) - before[1] == 2  # the call and the result
-    assert built[2].content[0].tool_use_id is call_id and built[0].text == text
+    result = built[2].content[0]
+    assert isinstance(result, ToolResultBlock) and result.tool_use_id is call_id
+    assert built[0].text == text
     assert [type(m) for m in built] == [Message] * 3 and not any(gc.is_tracked(m) for m in built)
     del built
     assert (sys.getrefcount(text), sys.getrefcount(call_id)) == before
