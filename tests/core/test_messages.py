@@ -925,5 +925,5 @@ def test_messages_the_core_builds_hold_one_reference_per_field_and_release_it() 
     assert isinstance(result, ToolResultBlock) and result.tool_use_id is call_id
     assert built[0].text == text
     assert [type(m) for m in built] == [Message] * 3 and not any(gc.is_tracked(m) for m in built)
-    del built
+    del built, result
     assert (sys.getrefcount(text), sys.getrefcount(call_id)) == before
