@@ -24,6 +24,7 @@ use pyo3::types::PyType;
 use pyo3::{ffi, intern};
 
 use super::convert::classes;
+use super::slots::{field_at, free_threaded, object_slot_offset};
 
 /// Where a struct class keeps its fields: the offset of each, in `__struct_fields__` order.
 pub struct Layout {
@@ -44,11 +45,7 @@ static LAYOUTS: PyOnceLock<Layouts> = PyOnceLock::new();
 pub fn layouts(py: Python<'_>) -> PyResult<&Layouts> {
     LAYOUTS.get_or_try_init(py, || {
         let c = classes(py)?;
-        // A free-threaded CPython writes slots atomically: leave it to the class.
-        let free_threaded = py
-            .import("sysconfig")?
-            .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
-            .is_truthy()?;
+        let free_threaded = free_threaded(py)?;
         let of = |ty: &Py<PyType>| -> PyResult<Option<Layout>> {
             if free_threaded {
                 return Ok(None);
@@ -67,7 +64,6 @@ pub fn layouts(py: Python<'_>) -> PyResult<&Layouts> {
 /// The layout of `ty`, if every field is an object slot this module can write.
 fn layout_of(ty: &Bound<'_, PyType>) -> PyResult<Option<Layout>> {
     let py = ty.py();
-    let member_type = py.import("types")?.getattr("MemberDescriptorType")?;
     // SAFETY: `ty` is a live type object; its flags and basic size are plain fields.
     let (flags, size) = unsafe {
         let t = ty.as_type_ptr();
@@ -76,33 +72,22 @@ fn layout_of(ty: &Bound<'_, PyType>) -> PyResult<Option<Layout>> {
     if flags & ffi::Py_TPFLAGS_HAVE_GC != 0 {
         return Ok(None);
     }
+    let width = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+    let header = std::mem::size_of::<ffi::PyObject>() as isize;
     let mut offsets = Vec::new();
     for name in ty.getattr(intern!(py, "__struct_fields__"))?.try_iter()? {
         let name = name?;
-        let mut descr = None;
+        let mut offset = None;
         for base in ty.getattr(intern!(py, "__mro__"))?.try_iter()? {
-            if let Ok(d) = base?.getattr("__dict__")?.get_item(&name) {
-                descr = Some(d);
+            if let Ok(descr) = base?.getattr("__dict__")?.get_item(&name) {
+                offset = object_slot_offset(&descr)?;
                 break;
             }
         }
-        let Some(descr) = descr.filter(|d| d.get_type().is(&member_type)) else {
-            return Ok(None);
-        };
-        // SAFETY: `descr` is exactly a `member_descriptor`, whose C struct is a
-        // `PyMemberDescrObject` pointing at its `PyMemberDef`, alive as long as the class.
-        let member = unsafe {
-            let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
-            (*d).d_member.cast::<ffi::PyMemberDef>().read()
-        };
-        let width = std::mem::size_of::<*mut ffi::PyObject>() as isize;
-        let aligned = member.offset % std::mem::align_of::<*mut ffi::PyObject>() as isize == 0;
-        let inside = member.offset >= std::mem::size_of::<ffi::PyObject>() as isize
-            && member.offset + width <= size;
-        if member.type_code != ffi::Py_T_OBJECT_EX || !aligned || !inside {
-            return Ok(None);
+        match offset {
+            Some(at) if at >= header && at + width <= size => offsets.push(at),
+            _ => return Ok(None),
         }
-        offsets.push(member.offset);
     }
     Ok(Some(Layout {
         ty: ty.clone().unbind(),
@@ -133,12 +118,7 @@ impl Layout {
                 return Err(PyErr::fetch(py));
             }
             for (value, offset) in values.iter().zip(&self.offsets) {
-                #[allow(clippy::cast_ptr_alignment)] // checked aligned in `layout_of`
-                let field = obj
-                    .cast::<u8>()
-                    .offset(*offset)
-                    .cast::<*mut ffi::PyObject>();
-                field.write((*value).clone().into_ptr());
+                field_at(obj, *offset).write((*value).clone().into_ptr());
             }
             Ok(Bound::from_owned_ptr(py, obj))
         }

@@ -40,37 +40,60 @@ fn slots(py: Python<'_>) -> PyResult<&Slots> {
         let messages = py.import("ctxtrim.messages")?;
         let caches = messages.getattr("_Caches")?.cast_into::<PyType>()?;
         let message = messages.getattr("Message")?.cast_into::<PyType>()?;
-        let member_type = py.import("types")?.getattr("MemberDescriptorType")?;
         let mut names = Vec::new();
-        // A free-threaded CPython reads and writes slots atomically: leave it to `getattr`.
-        let free_threaded = py
-            .import("sysconfig")?
-            .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
-            .is_truthy()?;
-        if message.is_subclass(&caches)? && !free_threaded {
+        if message.is_subclass(&caches)? && !free_threaded(py)? {
             let own = caches.getattr("__dict__")?;
             for name in messages.getattr("CACHE_SLOTS")?.try_iter()? {
                 let name = name?.cast_into::<PyString>()?;
-                let descr = own.get_item(&name)?;
-                if !descr.get_type().is(&member_type) {
-                    continue;
-                }
-                // SAFETY: `descr` is exactly a `member_descriptor`, whose C struct is a
-                // `PyMemberDescrObject` pointing at its `PyMemberDef`, alive as long as the
-                // class (held by the module for the interpreter's life).
-                let member = unsafe {
-                    let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
-                    (*d).d_member.cast::<ffi::PyMemberDef>().read()
-                };
-                let aligned =
-                    member.offset % std::mem::align_of::<*mut ffi::PyObject>() as isize == 0;
-                if member.type_code == ffi::Py_T_OBJECT_EX && aligned {
-                    names.push((name.unbind(), member.offset));
+                if let Some(offset) = object_slot_offset(&own.get_item(&name)?)? {
+                    names.push((name.unbind(), offset));
                 }
             }
         }
         Ok(Slots { names })
     })
+}
+
+/// Whether this CPython is free-threaded: it reads and writes slots atomically, so slots are
+/// left to Python there (`getattr`, the classes' constructors).
+pub(super) fn free_threaded(py: Python<'_>) -> PyResult<bool> {
+    py.import("sysconfig")?
+        .call_method1("get_config_var", ("Py_GIL_DISABLED",))?
+        .is_truthy()
+}
+
+/// The offset of the slot `descr` stands for, if it is CPython's `member_descriptor` for an
+/// aligned object slot (`Py_T_OBJECT_EX`: a `PyObject*`, NULL when unset).
+pub(super) fn object_slot_offset(descr: &Bound<'_, PyAny>) -> PyResult<Option<isize>> {
+    let member_type = descr
+        .py()
+        .import("types")?
+        .getattr("MemberDescriptorType")?;
+    if !descr.get_type().is(&member_type) {
+        return Ok(None);
+    }
+    // SAFETY: `descr` is exactly a `member_descriptor`, whose C struct is a
+    // `PyMemberDescrObject` pointing at its `PyMemberDef`, alive as long as the class (held
+    // by its module for the interpreter's life).
+    let member = unsafe {
+        let d = descr.as_ptr().cast::<ffi::PyMemberDescrObject>();
+        (*d).d_member.cast::<ffi::PyMemberDef>().read()
+    };
+    let aligned = member.offset % std::mem::align_of::<*mut ffi::PyObject>() as isize == 0;
+    Ok((member.type_code == ffi::Py_T_OBJECT_EX && aligned).then_some(member.offset))
+}
+
+/// The `PyObject*` field at `offset` in `obj`.
+///
+/// # Safety
+/// `offset` must be an aligned object slot of `obj`'s layout (from `object_slot_offset` on
+/// a class `obj`'s type derives from, inside its instance size).
+pub(super) unsafe fn field_at(obj: *mut ffi::PyObject, offset: isize) -> *mut *mut ffi::PyObject {
+    #[allow(clippy::cast_ptr_alignment)] // aligned: checked by `object_slot_offset`
+    // SAFETY: the caller guarantees `offset` lies inside `obj`'s instance.
+    unsafe {
+        obj.cast::<u8>().offset(offset).cast::<*mut ffi::PyObject>()
+    }
 }
 
 /// The name of the facts slot (`ctxtrim.messages.CACHE_SLOTS`).
@@ -111,19 +134,12 @@ impl<'py> CacheSlot<'py> {
         let py = obj.py();
         match self.offset {
             Some(offset) if obj.get_type().is(classes(py)?.message.bind(py)) => {
-                // The offset was checked to be aligned when it was read.
-                #[allow(clippy::cast_ptr_alignment)]
                 // SAFETY: `obj` is exactly a `Message`, a subclass of the class that declared
                 // this object slot at `offset` (checked when the offset was read), so the
                 // field there is a `PyObject*` or NULL; with the GIL held no other thread
                 // writes it during the read, and `from_borrowed_ptr` takes a new reference.
                 unsafe {
-                    let field = obj
-                        .as_ptr()
-                        .cast::<u8>()
-                        .offset(offset)
-                        .cast::<*mut ffi::PyObject>();
-                    let value = field.read();
+                    let value = field_at(obj.as_ptr(), offset).read();
                     Ok((!value.is_null()).then(|| Bound::from_borrowed_ptr(py, value)))
                 }
             }
@@ -138,17 +154,12 @@ impl<'py> CacheSlot<'py> {
         let c = classes(py)?;
         match self.offset {
             Some(offset) if obj.get_type().is(c.message.bind(py)) => {
-                #[allow(clippy::cast_ptr_alignment)]
                 // SAFETY: as in `get`, the field at `offset` of an exact `Message` is its
                 // `PyObject*` slot (or NULL); with the GIL held no other thread touches it.
                 // The slot takes a new reference to `value`; the one it held is released
                 // after the write, as CPython's member descriptor does.
                 unsafe {
-                    let field = obj
-                        .as_ptr()
-                        .cast::<u8>()
-                        .offset(offset)
-                        .cast::<*mut ffi::PyObject>();
+                    let field = field_at(obj.as_ptr(), offset);
                     let old = field.read();
                     field.write(value.clone().into_ptr());
                     if !old.is_null() {
