@@ -25,8 +25,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::message::{frozen_json, new_message, nonempty_str, text_block};
-use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
+use super::message::{frozen_json, new_message, nonempty_str, text_block, tool_use_block};
+use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text};
 
 /// The general reader's record for content given as a string (`{"anthropic": [{"t":
 /// "message", "n": 1, "form": "str"}]}`), frozen once: messages share it (it never changes).
@@ -155,7 +155,7 @@ fn read_block<'py>(
                         && nonempty_str(&name)
                         && input.is_exact_instance_of::<PyDict>() =>
                 {
-                    tool_use(c, &id, &name, &input).map(Some)
+                    tool_use_block(c, &id, &name, &input).map(Some)
                 }
                 _ => Ok(None),
             }

@@ -23,8 +23,8 @@ use pyo3::{intern, Py};
 
 use super::convert::classes;
 use super::json::compact_json;
-use super::message::{new_message, text_block};
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tool_use};
+use super::message::{new_message, text_block, tool_use_block};
+use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -193,7 +193,7 @@ fn read_call<'py>(
     let Some(args) = arguments(&text, raw_key)? else {
         return Ok(None);
     };
-    tool_use(c, &call_id, &name, args.as_any()).map(Some)
+    tool_use_block(c, &call_id, &name, args.as_any()).map(Some)
 }
 
 /// The Chat Completions dicts of `message` in a common shape (see the module docs), or

@@ -566,20 +566,36 @@ fn result_blocks<'py>(
     Some(blocks)
 }
 
-/// `ToolUseBlock(*args)` for an `(id, name, input)` tuple: the input frozen here and the
-/// block's checks skipped when the ids are plain strings and the input was copied (a new
-/// frozen dict, which nothing else holds), else the class checks everything.
+/// `ToolUseBlock(*args)` for an `(id, name, input)` tuple.
 fn tool_use_of<'py>(c: &Classes, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-    let py = args.py();
-    let [id, name, input] = [args.get_item(0)?, args.get_item(1)?, args.get_item(2)?];
-    if let (Ok(id), Ok(name)) = (id.cast_exact::<PyString>(), name.cast_exact::<PyString>()) {
-        if let Some(frozen) = frozen_json(&input)? {
-            if !frozen.is(&input) {
-                return checked_tool_use(c, id, name, &frozen);
-            }
-        }
+    tool_use_block(
+        c,
+        &args.get_item(0)?,
+        &args.get_item(1)?,
+        &args.get_item(2)?,
+    )
+}
+
+/// `ToolUseBlock(id, name, input)` from a caller's values (a constructor's tuple, a provider
+/// payload): `input` frozen once here, and the block built without its checks (`fresh`)
+/// when the ids are plain strings and the input froze; else through the class, whose
+/// checks decide (and raise).
+pub(super) fn tool_use_block<'py>(
+    c: &Classes,
+    id: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyAny>,
+    input: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let frozen = frozen_json(input)?;
+    if let (Some(frozen), Ok(id), Ok(name)) = (
+        &frozen,
+        id.cast_exact::<PyString>(),
+        name.cast_exact::<PyString>(),
+    ) {
+        return checked_tool_use(c, id, name, frozen);
     }
-    c.tool_use.bind(py).call1(args)
+    let input = frozen.unwrap_or_else(|| input.clone());
+    c.tool_use.bind(input.py()).call1((id, name, input))
 }
 
 /// `ToolResultBlock(*args)` for a `(tool_use_id, content[, is_error])` tuple: its checks

@@ -25,8 +25,8 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
 use super::json::compact_json;
-use super::message::{new_message, text_block};
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tag, text, tool_use};
+use super::message::{new_message, text_block, tool_use_block};
+use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tag, text};
 
 /// The `Message.meta` key of the general reader's record.
 const KEY: &str = "openai_responses";
@@ -228,7 +228,7 @@ fn read_item<'py>(
             let (Some(call_id), Some(name)) = (call_id, name) else {
                 return Ok(None);
             };
-            let block = tool_use(c, &call_id, &name, args.as_any())?;
+            let block = tool_use_block(c, &call_id, &name, args.as_any())?;
             Ok(Some(Item {
                 side: Side::Assistant,
                 role: None,

@@ -10,9 +10,8 @@ use pyo3::exceptions::{PyRecursionError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::convert::Classes;
 use super::json::{is_compact_json_of, json_loads};
-use super::message::{frozen_json, nonempty_str, plain_str};
+use super::message::{nonempty_str, plain_str};
 
 /// `d[key]`, or `None` when absent.
 pub fn get<'py>(
@@ -64,20 +63,6 @@ pub fn arguments<'py>(
         return Ok(None);
     }
     Ok(Some(args))
-}
-
-/// `ToolUseBlock(id, name, input)` with `input` frozen first (its checks then find it frozen
-/// and copy nothing, which saves storing the copy into the frozen struct afterwards); an
-/// input that does not freeze is passed as it is, for the checks to decide.
-pub fn tool_use<'py>(
-    c: &Classes,
-    id: &Bound<'py, PyAny>,
-    name: &Bound<'py, PyAny>,
-    input: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = input.py();
-    let input = frozen_json(input)?.unwrap_or_else(|| input.clone());
-    c.tool_use.bind(py).call1((id, name, input))
 }
 
 /// `read`'s answer, with what the general reader names (bad values a constructor refused,
