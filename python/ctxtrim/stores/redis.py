@@ -125,9 +125,8 @@ end
 
 # ARGV[4] = n, then (id or "", payload sha256, entry) per message, then the generation and
 # length the turn check saw ("" when the batch carries no caller-given turn id).
-# Returns {created, stored, length, generation}, {-1, index} when an id is stored with another
-# payload,
-# or {-7} when the session moved since the turn check (nothing written).
+# Returns {created, stored, length, generation}, {-1, index} when an id is stored with
+# another payload, or {-7} when the session moved since the turn check (nothing written).
 _APPEND = (
     _PROLOGUE
     + """
