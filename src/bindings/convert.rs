@@ -51,6 +51,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
         let structs = py.import("msgspec.structs")?;
         for (name, fields) in [
             ("Message", &MESSAGE_FIELDS[..]),
+            ("TextBlock", &TEXT_FIELDS[..]),
             ("ToolUseBlock", &TOOL_USE_FIELDS[..]),
             ("ToolResultBlock", &TOOL_RESULT_FIELDS[..]),
         ] {
@@ -84,6 +85,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
 /// The fields of `Message`, `ToolUseBlock` and `ToolResultBlock`, in their declared order
 /// (checked against `__struct_fields__` when the classes are loaded).
 pub const MESSAGE_FIELDS: [&str; 7] = ["role", "content", "id", "turn", "name", "usage", "meta"];
+pub const TEXT_FIELDS: [&str; 1] = ["text"];
 pub const TOOL_USE_FIELDS: [&str; 3] = ["id", "name", "input"];
 pub const TOOL_RESULT_FIELDS: [&str; 4] = ["tool_use_id", "content", "is_error", "compact_summary"];
 

@@ -103,7 +103,15 @@ impl Layout {
         py: Python<'py>,
         values: &[&Bound<'py, PyAny>],
     ) -> PyResult<Bound<'py, PyAny>> {
-        assert_eq!(values.len(), self.offsets.len(), "one value per field");
+        if values.len() != self.offsets.len() {
+            // The classes' fields are checked against the core's lists when it loads
+            // (`convert::classes`), so this is a bug in the core: an error, never a panic.
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                "ctxtrim core: {} values for the {} fields of a struct",
+                values.len(),
+                self.offsets.len()
+            )));
+        }
         let ty = self.ty.bind(py);
         // SAFETY: `tp_alloc` of a non-GC type returns a zeroed instance of `tp_basicsize`
         // bytes with its type referenced (or NULL with an exception set); every offset was
