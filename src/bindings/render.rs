@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PySequence, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
-use super::message::plain_leaf;
+use super::message::{plain_leaf, plain_str};
 use super::slots::CacheSlot;
 use super::untrack::untrack;
 
@@ -92,7 +92,7 @@ pub fn copy_renderings<'py>(
         };
         let rendering = match kept {
             Some(tuple) => tuple,
-            None => match render_fast(c, &message, attr, fast)? {
+            None => match render_fast(c, &message, &slot, fast)? {
                 Some(tuple) => tuple,
                 None => render
                     .call1((&message, i))?
@@ -107,12 +107,12 @@ pub fn copy_renderings<'py>(
     Ok(out)
 }
 
-/// `message`'s rendering by `fast`, kept under `attr`; None when `fast` leaves it to the
+/// `message`'s rendering by `fast`, kept in `slot`; None when `fast` leaves it to the
 /// general renderer (or it is not a message at all: the general path names that).
 fn render_fast<'py>(
     c: &Classes,
     message: &Bound<'py, PyAny>,
-    attr: &Bound<'py, PyString>,
+    slot: &CacheSlot<'py>,
     fast: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let py = message.py();
@@ -126,7 +126,7 @@ fn render_fast<'py>(
     let Some(kept) = kept_rendering(&rendered)? else {
         return Ok(None);
     };
-    c.force_setattr.bind(py).call1((message, attr, &kept))?;
+    slot.set(message, kept.as_any())?;
     Ok(Some(kept))
 }
 
@@ -200,7 +200,7 @@ fn private_copy<'py>(
             let Ok(key) = k.cast_exact::<PyString>() else {
                 return Ok(None);
             };
-            if key.to_str().is_err() {
+            if !plain_str(key) {
                 return Ok(None);
             }
             let Some(v) = private_copy(c, &v, depth + 1)? else {
