@@ -22,21 +22,20 @@
 //! A head in which some message issues a tool call cannot be judged from the two ends (its
 //! call may be answered anywhere), so [`HeadReader`] says [`HeadStep::Whole`] and the caller
 //! uses the whole history. Well-formed agent histories (system, task, then rounds) never do.
+//!
+//! A [`Tail`] is kept from one decision to the next (a strategy keeps one for the list it is
+//! called on): each message it holds carries a key (in the bindings, the message object), and
+//! a key that no longer names the message at its position, or a shorter history, makes it
+//! start afresh. Otherwise it reads only the messages appended since, folding them into its
+//! safe cuts as it goes (a result splits the cuts back to its call), and reads further back
+//! only when a question needs it.
+
+use std::collections::VecDeque;
 
 use crate::cuts::PinnedHead;
 use crate::log::{Cut, MessageLog};
 use crate::meta::{Meta, Role};
 use crate::window::{decide, keep_all, Answer, CutIndex, NeedMore, Options, Rule, Window};
-
-/// One message as a [`Tail`] reads it: its facts and its token count (the facts' own, or an
-/// exact counter's).
-#[derive(Clone, Copy, Debug)]
-pub struct Fact<'a> {
-    /// Who wrote it, its tool ids, whether it opens a turn.
-    pub meta: &'a Meta,
-    /// Its tokens.
-    pub tokens: u32,
-}
 
 /// What [`HeadReader::push`] needs next.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,153 +117,468 @@ impl HeadReader {
     }
 }
 
-/// The head and the last messages `[lo, len)` of a history, answering [`CutIndex`] questions
-/// about the whole history where those parts suffice (see the module docs).
-#[derive(Clone, Debug)]
-pub struct Tail {
+/// Messages read past what a rule surely needs before the first try: a tool round.
+const SLACK: usize = 4;
+
+/// How many of the last messages a cold [`Tail::decide`] reads first by default (a window of
+/// a few dozen rounds); it doubles from there. A warm one keeps at least this many.
+pub const FIRST_REGION: usize = 64;
+
+/// A region longer than this is not kept after a decision (a window of tens of thousands of
+/// messages): keeping it would keep that much of the history alive between calls.
+pub const KEEP_LIMIT: usize = 1 << 14;
+
+/// The head and the last messages of a history as a [`Tail::decide`] last read them (the
+/// caller's items, each the facts of a message and whatever names it), answering
+/// [`CutIndex`] questions about the whole history where those parts suffice (see the module
+/// docs).
+///
+/// Kept from one decision to the next, it reads only what changed: the items at the positions
+/// it holds are checked against the history (any difference, or a shorter history, and it
+/// starts afresh), messages appended since are added at the end, and it reads further back
+/// only when a question needs it. So an agent that appends a round and trims again pays for
+/// the new messages and one comparison per message held, not for re-reading its window.
+///
+/// Invariants, for the history of `len` messages last decided on:
+/// - `head.read` holds messages `[0, head.read.len())` as its reader read them (the head, and
+///   without a pinned task the message after it); `region` holds messages `[base, len)`,
+///   `base > head.len()` once a decision is done.
+/// - `region[p - base].before` is the tokens of `[base, p)` plus a constant (`end_before` for
+///   `p = len`), so `tokens(a, b) = before(b) - before(a)` inside the region.
+/// - `cover` of message `p` counts the pairs (call at `c`, result at `r`) both in the region
+///   with `c < p <= r`: cut `p` is safe exactly when it is 0 and no result still `open` (in
+///   the region, its call not) lies at or after `p`.
+/// - Every result in the region either has its call in the region (the pair counted in
+///   `cover`, the call's position in the result's `call`) or is `open`: the front is never
+///   dropped past a call whose result is still held, so a message read again at the front is
+///   split only by pairs whose results are open.
+/// - `round` of message `p` is exact for `p > base` (it depends on message `p - 1`).
+#[derive(Debug)]
+pub struct Tail<F> {
+    head: Option<Head<F>>,
+    region: VecDeque<Entry<F>>,
+    base: usize,
     len: usize,
-    head: PinnedHead,
-    /// `head_cum[i]`: tokens of messages `[0, i)`, for `i` up to the head's length.
-    head_cum: Vec<u64>,
-    head_roles: Vec<Role>,
-    lo: usize,
-    /// Cuts from here on are exact (see the module docs).
-    exact_from: usize,
-    /// `suffix[p - lo]`: tokens of `[p, len)`, for `p` in `lo..=len`.
-    suffix: Vec<u64>,
-    /// `safe[p - lo]`: cut `p` is safe (meaningful from `exact_from` on).
-    safe: Vec<bool>,
-    roles: Vec<Role>,
-    real: Vec<bool>,
-    round: Vec<bool>,
+    end_before: i64,
+    /// The results the region holds without their calls: (position, index among the
+    /// message's results).
+    open: Vec<(usize, usize)>,
 }
 
-impl Tail {
-    /// The tail of a history of `len` messages: `head` as read by `reader` (its facts are
-    /// `head`, messages `[0, reader.len())`), then `region`, the facts of messages
-    /// `[len - region.len(), len)`, and `prev`, the message just before the region.
-    ///
-    /// Returns `None` when the region reaches into the head (or there is no message before it):
-    /// then decide on the whole history.
+/// The head as read from the front.
+#[derive(Debug)]
+struct Head<F> {
+    reader: HeadReader,
+    pinned: PinnedHead,
+    /// The messages read from the front: the head, and without a pinned task the message
+    /// after it (whose role ends the head).
+    read: Vec<F>,
+    /// `before[i]`: the tokens of messages `[0, i)`, for `i` in the head.
+    before: Vec<u64>,
+    total: u64,
+}
+
+/// One message of the region.
+#[derive(Debug)]
+struct Entry<F> {
+    item: F,
+    before: i64,
+    cover: u32,
+    /// The earliest call, among those its results answer, that the region holds (`usize::MAX`
+    /// for none).
+    call: usize,
+    round: bool,
+}
+
+impl<F> Default for Tail<F> {
+    fn default() -> Self {
+        Self {
+            head: None,
+            region: VecDeque::new(),
+            base: 0,
+            len: 0,
+            end_before: 0,
+            open: Vec::new(),
+        }
+    }
+}
+
+impl<F: Facts> Tail<F> {
+    /// An empty tail: the first decision reads the head and the end.
     #[must_use]
-    pub fn new(
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets everything read.
+    pub fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Number of messages kept.
+    #[must_use]
+    pub fn kept(&self) -> usize {
+        self.head.as_ref().map_or(0, |h| h.read.len()) + self.region.len()
+    }
+
+    /// The window `rule` keeps of a history of `len` messages, where `fetch(i)` reads message
+    /// `i` (its facts, tokens as priced, and whatever names it) and `same(i, item)` tells
+    /// whether message `i` is still the one read as `item`. What this tail holds and still
+    /// stands is not fetched again; it then holds the head and the end of this history, about
+    /// the window.
+    ///
+    /// Only a history whose head holds a tool call is read whole (then decided on a
+    /// [`MessageLog`]), and then nothing is kept.
+    ///
+    /// # Errors
+    /// The first error `fetch` returns (the tail is then empty).
+    pub fn decide<E>(
+        &mut self,
         len: usize,
-        reader: &HeadReader,
-        head: &[Fact<'_>],
-        prev: Option<&Meta>,
-        region: &[Fact<'_>],
-    ) -> Option<Self> {
-        let lo = len - region.len();
-        let prev = prev?;
-        if lo <= reader.len() || head.len() != reader.len() {
-            return None;
+        rule: Rule,
+        options: Options,
+        first: usize,
+        same: impl Fn(usize, &F) -> bool,
+        mut fetch: impl FnMut(usize) -> Result<F, E>,
+    ) -> Result<Window, E> {
+        let first = first.max(1);
+        if !self.still_holds(len, options.pin_task, &same) {
+            self.clear();
         }
-        let mut head_cum = Vec::with_capacity(head.len() + 1);
-        let mut total = 0u64;
-        head_cum.push(0);
-        for f in head {
-            total += u64::from(f.tokens);
-            head_cum.push(total);
+        let result = self.decide_held(len, rule, options, first, &mut fetch);
+        if result.is_err() {
+            self.clear();
         }
-        let pinned = match reader.task {
-            Some(t) => PinnedHead {
-                system_end: reader.system_end,
-                task: Some(t),
-                floor: t + 1,
-                contiguous: false,
-            },
-            None => PinnedHead {
-                system_end: reader.system_end,
-                task: None,
-                floor: reader.system_end,
-                contiguous: false,
+        result
+    }
+
+    /// [`Tail::decide`] once what is held is known to stand.
+    fn decide_held<E>(
+        &mut self,
+        len: usize,
+        rule: Rule,
+        options: Options,
+        first: usize,
+        fetch: &mut impl FnMut(usize) -> Result<F, E>,
+    ) -> Result<Window, E> {
+        let head_len = match &self.head {
+            Some(head) => head.reader.len(),
+            None => match self.read_head_and_end(len, rule, options, first, fetch)? {
+                Ok(head_len) => head_len,
+                Err(window) => return Ok(window),
             },
         };
-
-        let m = region.len();
-        let mut suffix = vec![0u64; m + 1];
-        let mut safe = vec![false; m + 1];
-        safe[m] = true;
-        let mut open: Vec<(&str, usize)> = Vec::new();
-        for (i, f) in region.iter().enumerate().rev() {
-            suffix[i] = suffix[i + 1] + u64::from(f.tokens);
-            for id in f.meta.tool_uses.iter() {
-                if let Some(k) = open.iter().position(|(x, _)| *x == &**id) {
-                    open.swap_remove(k);
-                }
-            }
-            for id in f.meta.tool_results.iter() {
-                if !open.iter().any(|(x, _)| *x == &**id) {
-                    open.push((id, lo + i));
-                }
-            }
-            safe[i] = open.is_empty();
+        for i in self.len..len {
+            let item = fetch(i)?;
+            self.push_back(item);
         }
-        let exact_from = open.iter().map(|&(_, r)| r + 1).max().unwrap_or(lo);
+        loop {
+            if self.base <= head_len {
+                // The region reaches the head: what is held is the whole history.
+                let log = self.whole_log();
+                let window = decide(&log, rule, options).unwrap_or_else(|NeedMore| keep_all(len));
+                self.keep_for_next(&window, first, head_len);
+                return Ok(window);
+            }
+            if let Ok(window) = decide(&*self, rule, options) {
+                self.keep_for_next(&window, first, head_len);
+                return Ok(window);
+            }
+            let target = self.base.saturating_sub(self.region.len().max(first));
+            while self.base > target.max(head_len) {
+                let item = fetch(self.base - 1)?;
+                self.push_front(item);
+            }
+        }
+    }
 
-        let roles: Vec<Role> = region.iter().map(|f| f.meta.role).collect();
-        let real: Vec<bool> = region.iter().map(|f| f.meta.is_real_user()).collect();
-        let mut round = Vec::with_capacity(m);
-        let mut last = (prev.role, prev.is_real_user());
-        for f in region {
-            let is_real = f.meta.is_real_user();
-            round.push(
-                is_real || (f.meta.role == Role::Assistant && last.0 != Role::Assistant && !last.1),
+    /// Whether the items held still name the messages at their positions of a history of
+    /// `len` messages (read for the same `pin_task`).
+    fn still_holds(&self, len: usize, pin_task: bool, same: &impl Fn(usize, &F) -> bool) -> bool {
+        let Some(head) = &self.head else {
+            return true;
+        };
+        len >= self.len
+            && head.reader.pin_task == pin_task
+            && head.read.iter().enumerate().all(|(i, f)| same(i, f))
+            && self
+                .region
+                .iter()
+                .enumerate()
+                .all(|(j, e)| same(self.base + j, &e.item))
+    }
+
+    /// A cold start: reads the head, then the end as far back as the rule surely needs.
+    /// Returns the head's length, or the window of a history whose head cannot be judged
+    /// from the front (then nothing is held).
+    fn read_head_and_end<E>(
+        &mut self,
+        len: usize,
+        rule: Rule,
+        options: Options,
+        first: usize,
+        fetch: &mut impl FnMut(usize) -> Result<F, E>,
+    ) -> Result<Result<usize, Window>, E> {
+        let mut reader = HeadReader::new(options.pin_task);
+        let mut read: Vec<F> = Vec::new();
+        let mut step = reader.first_step(len);
+        while step == HeadStep::More {
+            let item = fetch(read.len())?;
+            step = reader.push(item.meta(), len);
+            read.push(item);
+        }
+        if step == HeadStep::Whole {
+            return whole_history(len, rule, options, read, fetch).map(Err);
+        }
+        let head_len = reader.len();
+        let mut before = Vec::with_capacity(head_len);
+        let mut total = 0u64;
+        for item in &read[..head_len] {
+            before.push(total);
+            total += u64::from(item.tokens());
+        }
+        let pinned = PinnedHead {
+            system_end: reader.system_end,
+            task: reader.task,
+            floor: reader.task.map_or(reader.system_end, |t| t + 1),
+            contiguous: false,
+        };
+        self.head = Some(Head {
+            reader,
+            pinned,
+            read,
+            before,
+            total,
+        });
+        self.base = len;
+        self.len = len;
+        // As far back as the rule surely needs (past its budget, its k-th turn or round start,
+        // its n messages), then a round's worth more for the safe cut before that, and at least
+        // `first` messages (and the one before them).
+        let mut reach = Reach::default();
+        while !reach.enough(rule) && self.base > head_len {
+            let item = fetch(self.base - 1)?;
+            reach.add(
+                item.meta(),
+                item.tokens(),
+                self.region.front().map(|e| e.item.meta()),
             );
-            last = (f.meta.role, is_real);
+            self.push_front(item);
         }
-        Some(Self {
-            len,
-            head: pinned,
-            head_cum,
-            head_roles: head.iter().map(|f| f.meta.role).collect(),
-            lo,
-            exact_from,
-            suffix,
-            safe,
-            roles,
-            real,
+        let target = len.saturating_sub(first.max(self.region.len() + SLACK) + 1);
+        while self.base > target.max(head_len) {
+            let item = fetch(self.base - 1)?;
+            self.push_front(item);
+        }
+        Ok(Ok(head_len))
+    }
+
+    /// Adds message `len` at the end.
+    fn push_back(&mut self, item: F) {
+        let p = self.len;
+        let before = self.end_before;
+        self.end_before += i64::from(item.tokens());
+        let meta = item.meta();
+        let round = match self.region.back() {
+            Some(prev) => opens_round(meta, Some(prev.item.meta())),
+            None => false, // the message at `base`, whose round is never asked
+        };
+        // Each result splits the cuts between it and its call (the latest earlier one), its
+        // own included; a call the region does not hold leaves the result open.
+        let mut cover = 0u32;
+        let mut earliest = usize::MAX;
+        for (k, id) in meta.tool_results.iter().enumerate() {
+            let call = self
+                .region
+                .iter()
+                .rposition(|e| e.item.meta().tool_uses.iter().any(|u| u == id));
+            match call {
+                Some(j) => {
+                    for e in self.region.range_mut(j + 1..) {
+                        e.cover += 1;
+                    }
+                    cover += 1;
+                    earliest = earliest.min(self.base + j);
+                }
+                None => self.open.push((p, k)),
+            }
+        }
+        self.region.push_back(Entry {
+            item,
+            before,
+            cover,
+            call: earliest,
             round,
-        })
+        });
+        if self.region.len() == 1 {
+            self.base = p;
+        }
+        self.len = p + 1;
     }
 
-    /// The first message of the region read.
-    #[must_use]
-    pub fn lo(&self) -> usize {
-        self.lo
+    /// Adds message `base - 1` at the front.
+    fn push_front(&mut self, item: F) {
+        let p = self.base - 1;
+        let before =
+            self.region.front().map_or(self.end_before, |e| e.before) - i64::from(item.tokens());
+        let meta = item.meta();
+        if let Some(next) = self.region.front_mut() {
+            next.round = opens_round(next.item.meta(), Some(meta));
+        }
+        // Its calls close the open results with their ids (the latest earlier call, walking
+        // back the first one met); then its own results open.
+        if !meta.tool_uses.is_empty() {
+            let mut k = 0;
+            while k < self.open.len() {
+                let (r, j) = self.open[k];
+                let answer = &self.region[r - self.base];
+                if meta.tool_uses.contains(&answer.item.meta().tool_results[j]) {
+                    self.open.swap_remove(k);
+                    // Cuts p+1 ..= r split the pair (indices from the current base, p + 1).
+                    for e in self.region.range_mut(..r - p) {
+                        e.cover += 1;
+                    }
+                    let answer = &mut self.region[r - p - 1];
+                    answer.call = answer.call.min(p);
+                } else {
+                    k += 1;
+                }
+            }
+        }
+        self.open
+            .extend((0..meta.tool_results.len()).map(|j| (p, j)));
+        self.region.push_front(Entry {
+            item,
+            before,
+            cover: 0,
+            call: usize::MAX,
+            round: false,
+        });
+        self.base = p;
     }
 
-    fn is_safe(&self, p: usize) -> bool {
-        self.safe[p - self.lo]
+    /// Drops what the next decision will likely not need: keeps the messages from a little
+    /// before the kept suffix (at least `first`), or nothing if that is too many.
+    fn keep_for_next(&mut self, window: &Window, first: usize, head_len: usize) {
+        if self.region.len() > KEEP_LIMIT {
+            self.clear();
+            return;
+        }
+        let cut = match window.ranges.last() {
+            Some(&(start, _)) if !window.unchanged => start,
+            _ => return,
+        };
+        let keep_from = cut
+            .min(self.len.saturating_sub(first))
+            .saturating_sub(SLACK);
+        // One more than kept: the message before the first one held, for the round rule.
+        let mut new_base = keep_from.saturating_sub(1).max(head_len + 1);
+        if new_base <= self.base || new_base >= self.len {
+            return;
+        }
+        // Not past a call whose result is kept (see the invariants), nor past the calls of
+        // the results that this keeps in turn: one walk back from the end.
+        let mut p = self.len;
+        while p > new_base {
+            p -= 1;
+            new_base = new_base.min(self.entry(p).call);
+        }
+        while self.base < new_base {
+            self.region.pop_front();
+            self.base += 1;
+        }
+        let base = self.base;
+        self.open.retain(|&(r, _)| r >= base);
     }
 
+    /// The head and the region as one log: the whole history, when the region reaches the head.
+    fn whole_log(&self) -> MessageLog<()> {
+        let mut log = MessageLog::new();
+        if let Some(head) = &self.head {
+            for item in &head.read[..head.reader.len()] {
+                log.push((), with_tokens(item));
+            }
+        }
+        for e in &self.region {
+            log.push((), with_tokens(&e.item));
+        }
+        log
+    }
+
+    /// The head as read (a tail answers questions only after reading it).
+    fn head(&self) -> Answer<&Head<F>> {
+        self.head.as_ref().ok_or(NeedMore)
+    }
+
+    /// The first message whose facts are all known (the one before it is held too).
+    fn lo(&self) -> usize {
+        self.base + 1
+    }
+
+    /// Cuts from here on are exact: no open result at or after them is unknown.
+    fn exact_from(&self) -> usize {
+        let open = self.open.iter().map(|&(r, _)| r + 1).max();
+        open.map_or(self.lo(), |o| o.max(self.lo()))
+    }
+
+    fn entry(&self, p: usize) -> &Entry<F> {
+        &self.region[p - self.base]
+    }
+
+    /// `before` of position `p` in `[base, len]`.
+    fn before(&self, p: usize) -> i64 {
+        if p == self.len {
+            self.end_before
+        } else {
+            self.entry(p).before
+        }
+    }
+
+    /// Tokens of `[p, len)`, for `p` in `[base, len]`.
     fn suffix_tokens(&self, p: usize) -> u64 {
-        self.suffix[p - self.lo]
+        u64::try_from(self.end_before - self.before(p)).unwrap_or(0)
     }
 
-    /// The `k`-th last position of the region whose flag is set (`k >= 1`).
-    fn kth_last(&self, flags: &[bool], k: usize) -> Answer<Option<usize>> {
+    /// Whether cut `p` (in `[lo, len]`, at or after `exact_from`) is safe.
+    fn is_safe(&self, p: usize) -> bool {
+        p == self.len || self.entry(p).cover == 0
+    }
+
+    fn is_real(&self, p: usize) -> bool {
+        self.entry(p).item.meta().is_real_user()
+    }
+
+    /// The `k`-th last position of `[lo, len)` where `flag` holds (`k >= 1`).
+    fn kth_last(&self, flag: impl Fn(&Entry<F>) -> bool, k: usize) -> Answer<Option<usize>> {
         if k == 0 {
             return Ok(None);
         }
-        flags
+        self.region
             .iter()
             .enumerate()
+            .skip(1)
             .rev()
-            .filter(|(_, &f)| f)
+            .filter(|(_, e)| flag(e))
             .nth(k - 1)
-            .map(|(i, _)| Some(self.lo + i))
+            .map(|(j, _)| Some(self.base + j))
             .ok_or(NeedMore)
     }
 }
 
-impl CutIndex for Tail {
+/// Whether `meta` opens a round after `prev` (see [`crate::cuts`]).
+fn opens_round(meta: &Meta, prev: Option<&Meta>) -> bool {
+    meta.is_real_user()
+        || (meta.role == Role::Assistant
+            && prev.is_none_or(|p| p.role != Role::Assistant && !p.is_real_user()))
+}
+
+impl<F: Facts> CutIndex for Tail<F> {
     fn len(&self) -> usize {
         self.len
     }
 
     fn pinned_head(&self, _pin_task: bool) -> Answer<PinnedHead> {
-        Ok(self.head)
+        Ok(self.head()?.pinned)
     }
 
     fn tokens(&self, start: usize, end: usize) -> Answer<u64> {
@@ -272,18 +586,19 @@ impl CutIndex for Tail {
         if start >= end {
             return Ok(0);
         }
-        if end < self.head_cum.len() {
-            return Ok(self.head_cum[end] - self.head_cum[start]);
+        let head = self.head()?;
+        if end <= head.before.len() {
+            let at = |i: usize| head.before.get(i).copied().unwrap_or(head.total);
+            return Ok(at(end) - at(start));
         }
-        if start >= self.lo {
+        if start >= self.base {
             return Ok(self.suffix_tokens(start) - self.suffix_tokens(end));
         }
         Err(NeedMore)
     }
 
     fn total_exceeds(&self, budget: u64) -> Answer<bool> {
-        let known = self.head_cum.last().copied().unwrap_or(0) + self.suffix[0];
-        if known > budget {
+        if self.head()?.total + self.suffix_tokens(self.base) > budget {
             Ok(true)
         } else {
             Err(NeedMore)
@@ -291,19 +606,23 @@ impl CutIndex for Tail {
     }
 
     fn role(&self, i: usize) -> Answer<Role> {
-        if i >= self.lo {
-            self.roles.get(i - self.lo).copied().ok_or(NeedMore)
-        } else {
-            self.head_roles.get(i).copied().ok_or(NeedMore)
+        if i >= self.base && i < self.len {
+            return Ok(self.entry(i).item.meta().role);
+        }
+        let head = self.head()?;
+        match head.read.get(i) {
+            Some(item) if i < head.before.len() => Ok(item.meta().role),
+            _ => Err(NeedMore),
         }
     }
 
     fn safe_cut_at_or_before(&self, i: usize) -> Answer<usize> {
         let i = i.min(self.len);
-        if i < self.exact_from {
+        let exact_from = self.exact_from();
+        if i < exact_from {
             return Err(NeedMore);
         }
-        (self.exact_from..=i)
+        (exact_from..=i)
             .rev()
             .find(|&p| self.is_safe(p))
             .ok_or(NeedMore)
@@ -311,7 +630,7 @@ impl CutIndex for Tail {
 
     fn safe_cut_at_or_after(&self, i: usize) -> Answer<usize> {
         let i = i.min(self.len);
-        if i < self.exact_from {
+        if i < self.exact_from() {
             return Err(NeedMore);
         }
         Ok((i..=self.len)
@@ -324,12 +643,13 @@ impl CutIndex for Tail {
             return Ok(None);
         };
         let i = i.min(last);
-        if i < self.exact_from {
+        let exact_from = self.exact_from();
+        if i < exact_from {
             return Err(NeedMore);
         }
-        (self.exact_from..=i)
+        (exact_from..=i)
             .rev()
-            .find(|&p| self.is_safe(p) && self.real[p - self.lo])
+            .find(|&p| self.is_safe(p) && self.is_real(p))
             .map(Some)
             .ok_or(NeedMore)
     }
@@ -338,35 +658,39 @@ impl CutIndex for Tail {
         if i >= self.len {
             return Ok(None);
         }
-        if i < self.exact_from {
+        if i < self.exact_from() {
             return Err(NeedMore);
         }
-        Ok((i..self.len).find(|&p| self.is_safe(p) && self.real[p - self.lo]))
+        Ok((i..self.len).find(|&p| self.is_safe(p) && self.is_real(p)))
     }
 
     fn kth_last_turn_start(&self, k: usize) -> Answer<Option<usize>> {
-        self.kth_last(&self.real, k)
+        self.kth_last(|e| e.item.meta().is_real_user(), k)
     }
 
     fn kth_last_round_start(&self, k: usize) -> Answer<Option<usize>> {
-        self.kth_last(&self.round, k)
+        self.kth_last(|e| e.round, k)
     }
 
     fn fit_budget(&self, budget: u64, floor: usize) -> Answer<Cut> {
-        if floor > self.lo {
+        let lo = self.lo();
+        if floor > lo {
             return Err(NeedMore);
         }
         // `floor` is a safe cut (the pinned head's), so it is the lowest cut allowed.
         let newest_round = self.kth_last_round_start(1)?.unwrap_or(self.len);
         let limit = self.safe_cut_at_or_before(newest_round)?.max(floor);
-        // suffix only shrinks as p grows: the first p whose suffix fits.
-        let first_fitting = if self.suffix[0] <= budget {
-            if floor < self.lo {
+        // The suffix only shrinks as p grows: the first p whose suffix fits.
+        let first_fitting = if self.suffix_tokens(lo) <= budget {
+            if floor < lo {
                 return Err(NeedMore);
             }
             floor
         } else {
-            self.lo + self.suffix.partition_point(|&t| t > budget)
+            let end = self.end_before;
+            let over = |e: &Entry<F>| u64::try_from(end - e.before).unwrap_or(0) > budget;
+            // The message at `base` is over too (its suffix holds `lo`'s).
+            self.base + self.region.partition_point(over)
         };
         let candidate = self.safe_cut_at_or_after(first_fitting.max(floor))?;
         let (index, fits) = if candidate <= limit {
@@ -381,9 +705,6 @@ impl CutIndex for Tail {
         })
     }
 }
-
-/// Messages read past what a rule surely needs before the first try: a tool round.
-const SLACK: usize = 4;
 
 /// What the messages read back from the end hold, to tell when a rule may be decidable.
 #[derive(Default)]
@@ -402,14 +723,8 @@ impl Reach {
         if meta.is_real_user() {
             self.turns += 1;
         }
-        // The newer message opens a round if it is a real user message, or an assistant one
-        // that follows neither an assistant nor a real user message (this one).
         if let Some(newer) = newer {
-            let opens = newer.is_real_user()
-                || (newer.role == Role::Assistant
-                    && meta.role != Role::Assistant
-                    && !meta.is_real_user());
-            self.rounds += usize::from(opens);
+            self.rounds += usize::from(opens_round(newer, Some(meta)));
         }
     }
 
@@ -423,8 +738,36 @@ impl Reach {
     }
 }
 
-/// A message's facts as a caller holds them (e.g. a cached Python object), for
-/// [`decide_from_end`].
+/// The window of a history whose head cannot be judged from the front: every message read
+/// (those `read` from the front already, the rest fetched), decided on a [`MessageLog`].
+fn whole_history<F: Facts, E>(
+    len: usize,
+    rule: Rule,
+    options: Options,
+    read: Vec<F>,
+    fetch: &mut impl FnMut(usize) -> Result<F, E>,
+) -> Result<Window, E> {
+    let mut log: MessageLog<()> = MessageLog::new();
+    let from_front = read.len();
+    for item in &read {
+        log.push((), with_tokens(item));
+    }
+    for i in from_front..len {
+        log.push((), with_tokens(&fetch(i)?));
+    }
+    // A log answers every question; should it ever not, keeping everything is safe.
+    Ok(decide(&log, rule, options).unwrap_or_else(|NeedMore| keep_all(len)))
+}
+
+/// A message's facts with its tokens as priced.
+fn with_tokens(item: &impl Facts) -> Meta {
+    let mut meta = item.meta().clone();
+    meta.tokens = item.tokens();
+    meta
+}
+
+/// A message's facts as a caller holds them (e.g. a cached Python object, with the message
+/// that names it), for a [`Tail`].
 pub trait Facts {
     /// Who wrote it, its tool ids, whether it opens a turn.
     fn meta(&self) -> &Meta;
@@ -440,15 +783,18 @@ impl Facts for &Meta {
     }
 }
 
-/// How many of the last messages [`decide_from_end`] reads first by default (a window of a
-/// few dozen rounds); it doubles from there.
-pub const FIRST_REGION: usize = 64;
+/// An item named by a key: a message of a list, by its position's content.
+impl<K, F: Facts> Facts for (K, F) {
+    fn meta(&self) -> &Meta {
+        self.1.meta()
+    }
+    fn tokens(&self) -> u32 {
+        self.1.tokens()
+    }
+}
 
-/// The window `rule` keeps of a history of `len` messages whose facts `fetch(i)` gives,
-/// reading the head and the last messages only: the region read from the end (`first`
-/// messages at first, e.g. [`FIRST_REGION`]) doubles until
-/// the [`Tail`] can decide, and only a history that needs it is read whole (then decided on a
-/// [`MessageLog`]). Each message is fetched at most once.
+/// The window `rule` keeps of a history of `len` messages whose facts (tokens as priced)
+/// `fetch(i)` gives, read from its two ends: a [`Tail`] used once.
 ///
 /// # Errors
 /// The first error `fetch` returns.
@@ -457,74 +803,9 @@ pub fn decide_from_end<F: Facts, E>(
     rule: Rule,
     options: Options,
     first: usize,
-    mut fetch: impl FnMut(usize) -> Result<F, E>,
+    fetch: impl FnMut(usize) -> Result<F, E>,
 ) -> Result<Window, E> {
-    let mut reader = HeadReader::new(options.pin_task);
-    let mut head: Vec<F> = Vec::new();
-    let mut step = reader.first_step(len);
-    while step == HeadStep::More {
-        let f = fetch(head.len())?;
-        step = reader.push(f.meta(), len);
-        head.push(f);
-    }
-    head.truncate(reader.len());
-    // The region, newest message first; `region_rev[j]` is message `len - 1 - j`.
-    let mut region_rev: Vec<F> = Vec::new();
-    // First read as far back as the rule surely needs (past its budget, its k-th turn or round
-    // start, its n messages), then a round's worth more for the safe cut before that.
-    let mut reach = Reach::default();
-    while step == HeadStep::Done && !reach.enough(rule) && region_rev.len() + head.len() < len {
-        let f = fetch(len - 1 - region_rev.len())?;
-        reach.add(f.meta(), f.tokens(), region_rev.last().map(F::meta));
-        region_rev.push(f);
-    }
-    let mut size = first.max(region_rev.len() + SLACK);
-    while step == HeadStep::Done && size + reader.len() < len {
-        while region_rev.len() <= size {
-            region_rev.push(fetch(len - 1 - region_rev.len())?);
-        }
-        // Fetched one more than the region: the message before it, for the round rule.
-        let (region, prev) = region_rev.split_at(size);
-        let facts: Vec<Fact<'_>> = region.iter().rev().map(Fact::of).collect();
-        let head_facts: Vec<Fact<'_>> = head.iter().map(Fact::of).collect();
-        if let Some(tail) = Tail::new(len, &reader, &head_facts, prev.first().map(F::meta), &facts)
-        {
-            if let Ok(window) = decide(&tail, rule, options) {
-                return Ok(window);
-            }
-        }
-        size *= 2;
-    }
-    // The whole history: reuse what was fetched, fetch the middle.
-    let mut log: MessageLog<()> = MessageLog::new();
-    let from_end = region_rev.len();
-    for i in 0..len {
-        let meta = if i < head.len() {
-            with_tokens(&head[i])
-        } else if i >= len - from_end {
-            with_tokens(&region_rev[len - 1 - i])
-        } else {
-            with_tokens(&fetch(i)?)
-        };
-        log.push((), meta);
-    }
-    // A log answers every question; should it ever not, keeping everything is safe.
-    Ok(decide(&log, rule, options).unwrap_or_else(|NeedMore| keep_all(len)))
-}
-
-fn with_tokens(f: &impl Facts) -> Meta {
-    let mut meta = f.meta().clone();
-    meta.tokens = f.tokens();
-    meta
-}
-
-impl<'a> Fact<'a> {
-    fn of(f: &'a impl Facts) -> Self {
-        Self {
-            meta: f.meta(),
-            tokens: f.tokens(),
-        }
-    }
+    Tail::new().decide(len, rule, options, first, |_, _| true, fetch)
 }
 
 #[cfg(test)]
@@ -538,20 +819,60 @@ mod tests {
     #[test]
     fn a_budget_reads_about_the_window() {
         let metas = agent_history(3_000);
-        let mut fetched = 0;
+        let mut fetched = Vec::new();
         let w = decide_from_end(
             metas.len(),
             Rule::Budget(2_000),
             OPTIONS,
             FIRST_REGION,
             |i| {
-                fetched += 1;
+                fetched.push(i);
                 Ok::<_, ()>(&metas[i])
             },
         )
         .unwrap();
         assert!(!w.unchanged);
-        assert!(fetched < 200, "read {fetched} of {} messages", metas.len());
+        assert!(
+            fetched.len() < 200,
+            "read {} of {}",
+            fetched.len(),
+            metas.len()
+        );
+        fetched.sort_unstable();
+        fetched.dedup();
+        let all = fetched.len();
+        fetched.dedup();
+        assert_eq!(fetched.len(), all, "each message fetched once");
+    }
+
+    #[test]
+    fn a_kept_tail_reads_only_what_was_appended() {
+        let metas = agent_history(3_000);
+        let mut tail: Tail<(usize, &Meta)> = Tail::new();
+        let same = |i: usize, item: &(usize, &Meta)| item.0 == i;
+        let mut len = 2_000;
+        let mut fetched = Vec::new();
+        let fetch = |fetched: &mut Vec<usize>, i: usize| {
+            fetched.push(i);
+            Ok::<_, ()>((i, &metas[i]))
+        };
+        tail.decide(len, Rule::Budget(2_000), OPTIONS, FIRST_REGION, same, |i| {
+            fetch(&mut fetched, i)
+        })
+        .unwrap();
+        for _ in 0..50 {
+            len += 3;
+            fetched.clear();
+            let w = tail
+                .decide(len, Rule::Budget(2_000), OPTIONS, FIRST_REGION, same, |i| {
+                    fetch(&mut fetched, i)
+                })
+                .unwrap();
+            assert_eq!(fetched, [len - 3, len - 2, len - 1]);
+            let prefix: MessageLog<()> = metas[..len].iter().map(|m| ((), m.clone())).collect();
+            assert_eq!(w, decide(&prefix, Rule::Budget(2_000), OPTIONS).unwrap());
+            assert!(tail.kept() < 200, "keeps {}", tail.kept());
+        }
     }
 
     const OPTIONS: Options = Options {
@@ -605,7 +926,7 @@ mod tests {
 
     #[test]
     fn an_open_result_at_the_region_start_asks_for_more() {
-        // The call at 2 is answered at 5: the region [3, 6) cannot tell whether cut 3 is safe.
+        // The call at 2 is answered at 5: holding [3, 6) cannot tell whether cut 4 is safe.
         let metas = [
             Meta::system(1),
             Meta::user(1),
@@ -614,19 +935,25 @@ mod tests {
             Meta::user(1),
             Meta::new(Role::User, 1).with_tool_results(["a"]),
         ];
-        let facts: Vec<Fact<'_>> = metas
-            .iter()
-            .map(|m| Fact {
-                meta: m,
-                tokens: m.tokens,
-            })
-            .collect();
-        let mut reader = HeadReader::new(true);
-        assert_eq!(reader.push(&metas[0], 6), HeadStep::More);
-        assert_eq!(reader.push(&metas[1], 6), HeadStep::Done);
-        let tail = Tail::new(6, &reader, &facts[..2], Some(&metas[2]), &facts[3..]).unwrap();
-        assert_eq!(tail.safe_cut_at_or_before(5), Err(NeedMore));
-        assert_eq!(tail.safe_cut_at_or_after(6), Ok(6));
+        let mut tail: Tail<&Meta> = Tail::new();
+        tail.decide(
+            6,
+            Rule::LastMessages(1),
+            OPTIONS,
+            1,
+            |_, _| true,
+            |i| Ok::<_, ()>(&metas[i]),
+        )
+        .unwrap();
+        // The same head, and only [3, 6) held.
+        let mut held: Tail<&Meta> = Tail::new();
+        held.head = tail.head.take();
+        (held.base, held.len) = (6, 6);
+        for meta in metas[3..].iter().rev() {
+            held.push_front(meta);
+        }
+        assert_eq!(held.safe_cut_at_or_before(5), Err(NeedMore));
+        assert_eq!(held.safe_cut_at_or_after(6), Ok(6));
     }
 
     #[test]

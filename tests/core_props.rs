@@ -9,7 +9,7 @@
 use ctxtrim::cuts::PinnedHead;
 use ctxtrim::log::{Cut, Entry, LogError, MessageLog, StableCut};
 use ctxtrim::meta::{Meta, Role};
-use ctxtrim::tail::decide_from_end;
+use ctxtrim::tail::{decide_from_end, Tail};
 use ctxtrim::turn::TurnId;
 use ctxtrim::validate::{repair_plan, validate, RepairOp};
 use ctxtrim::window::{decide, Options, Rule};
@@ -686,10 +686,65 @@ proptest! {
         let options = Options { pin_task, start_with_user };
         for rule in rules(x) {
             let whole = decide(&log, rule, options).unwrap();
-            let from_end =
-                decide_from_end(metas.len(), rule, options, first, |i| Ok::<_, ()>(&metas[i]))
-                    .unwrap();
+            let mut fetched = Vec::new();
+            let from_end = decide_from_end(metas.len(), rule, options, first, |i| {
+                fetched.push(i);
+                Ok::<_, ()>(&metas[i])
+            })
+            .unwrap();
             prop_assert_eq!(&from_end, &whole, "{:?} {:?}", rule, options);
+            // Each message fetched once, but for the one after an unpinned head (read to end
+            // the head, and again if the end reaches down to it).
+            let all = fetched.len();
+            fetched.sort_unstable();
+            fetched.dedup();
+            prop_assert!(all <= fetched.len() + 1);
+        }
+    }
+
+    /// A list edited between calls (appends, inserts, deletes, replacements, swaps), decided
+    /// each time by one kept [`Tail`] (which checks the keys it holds and reads only what
+    /// changed), keeps what deciding it afresh keeps.
+    #[test]
+    fn a_kept_tail_matches_deciding_afresh(
+        pool in prop_oneof![history(), chaos()],
+        edits in proptest::collection::vec((0u8..6, any::<u16>()), 0..16),
+        x in 0u64..10_000,
+        pin_task: bool,
+        start_with_user: bool,
+    ) {
+        prop_assume!(!pool.is_empty());
+        // The list holds keys into `pool` (a key is a message's identity; a message may be
+        // in the list twice). Appends are the likeliest edit, as in an agent's loop.
+        let mut list: Vec<usize> = (0..pool.len()).collect();
+        let options = Options { pin_task, start_with_user };
+        let rule = rules(x)[x as usize % 5];
+        let mut tail: Tail<(usize, &Meta)> = Tail::new();
+        for (op, k) in std::iter::once((255, 0)).chain(edits) {
+            let k = usize::from(k);
+            let at = k % (list.len() + 1);
+            match op {
+                0 | 5 => list.push(k % pool.len()),
+                1 => list.insert(at, k % pool.len()),
+                2 if !list.is_empty() => { list.remove(at % list.len()); }
+                3 if !list.is_empty() => { let n = list.len(); list[at % n] = k % pool.len(); }
+                4 if list.len() > 1 => { let n = list.len(); list.swap(at % n, k / 7 % n); }
+                _ => {}
+            }
+            let metas: Vec<Meta> = list.iter().map(|&key| pool[key].clone()).collect();
+            let fresh = decide(&log_of(&metas), rule, options).unwrap();
+            let window = tail
+                .decide(
+                    list.len(),
+                    rule,
+                    options,
+                    4,
+                    |i, item| list[i] == item.0,
+                    |i| Ok::<_, ()>((list[i], &pool[list[i]])),
+                )
+                .unwrap();
+            prop_assert_eq!(&window, &fresh, "{:?} {:?} {:?}", rule, options, list);
+            prop_assert!(tail.kept() <= list.len() + 1);
         }
     }
 }

@@ -15,6 +15,7 @@ __all__ = [
     "BpeCounter",
     "MessageFacts",
     "MessageLog",
+    "Tail",
     "TurnCounter",
     "TurnId",
     "__version__",
@@ -26,6 +27,7 @@ __all__ = [
     "chat_render",
     "compact_json",
     "copy_renderings",
+    "cut_list",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -118,6 +120,28 @@ def cut_window(
     A list is read from its ends only, as far back as the decision needs. With ``convert``,
     ``source`` holds any items and message ``i`` is ``convert(source[i], i)``, called only
     for the items read."""
+
+def cut_list(
+    messages: list[Message],
+    rule: Literal["budget", "turns", "rounds", "messages"],
+    value: int,
+    pin_task: bool = True,
+    start_with_user: bool = True,
+    counter: TokenCounter | None = None,
+    tail: Tail | None = None,
+) -> list[Message]:
+    """The window a cut rule keeps of ``messages`` as a new list, or ``messages`` itself
+    when it keeps everything (``cut_window`` and the slicing in one call). With ``tail``
+    (a strategy's own), only what changed since its last call is read."""
+
+@final
+class Tail:
+    """What a cut strategy keeps of the list it was last called on: its head and its end,
+    each message with its facts, checked against the list (by identity) on the next call."""
+
+    def __init__(self) -> None: ...
+    def __len__(self) -> int:
+        """Number of messages kept."""
 
 def join_renderings(
     messages: Sequence[Message], attr: str, render: Callable[[Message, int], bytes]

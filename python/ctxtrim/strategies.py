@@ -386,6 +386,14 @@ class _CoreCut(_CutStrategy):
     #: ``"messages"``) and the attribute holding its budget or count.
     _rule: Literal["budget", "turns", "rounds", "messages"]
     _value: str
+    #: What this strategy keeps of the list it was last called on (its head and its end,
+    #: about the window): the next call on that list, grown by a few messages, reads only
+    #: those and checks the rest by identity. It holds about the last window's messages.
+    _tail: _core.Tail | None = None
+
+    def __init__(self, *, pin_task: bool, start_with_user: bool) -> None:
+        super().__init__(pin_task=pin_task, start_with_user=start_with_user)
+        self._tail = _core.Tail()
 
     def _window(
         self, source: Sequence[Message] | _core.MessageLog
@@ -401,12 +409,25 @@ class _CoreCut(_CutStrategy):
             counter=self.counter,
         )
 
+    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        """The trimmed history; ``messages`` itself (same object) if nothing changed."""
+        if type(messages) is list:  # an agent's own list: one call into the core
+            return _core.cut_list(
+                messages,
+                self._rule,
+                getattr(self, self._value),
+                self.pin_task,
+                self.start_with_user,
+                self.counter,
+                self._tail,
+            )
+        return self.apply(messages)
+
     def _apply_fast(self, source: Source) -> list[Message] | None:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no
         # per-call log or report built; reports, `describe` and `Pipeline` go through `_run`.
         if type(source) is list:
-            ranges, unchanged, _ = self._window(source)
-            return source if unchanged else _take(source, ranges)
+            return self(source)
         log = source.log if isinstance(source, MemoryContextStore) else source
         if isinstance(log, _core.MessageLog):
             if not log.read_only:  # a read-only log is a snapshot already: it never changes
@@ -433,17 +454,6 @@ class _CoreCut(_CutStrategy):
         if self._rule == "budget":
             out.budget = getattr(self, self._value)
         return out
-
-
-def _take(messages: list[Message], ranges: list[tuple[int, int]]) -> list[Message]:
-    """``messages[a:b]`` for each range, concatenated."""
-    if len(ranges) == 1:
-        a, b = ranges[0]
-        return messages[a:b]
-    out: list[Message] = []
-    for a, b in ranges:
-        out += messages[a:b]
-    return out
 
 
 # ============================================================================================

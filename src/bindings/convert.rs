@@ -293,8 +293,13 @@ pub fn meta_of(
     let mut ids = ToolIds::default();
     let other_content = walk_content(c, msg, path, &mut tally, Some(&mut ids))?;
     let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
-    meta.tool_uses = ids.uses.into();
-    meta.tool_results = ids.results.into();
+    // No ids stays the default (a shared static slice): `From<Vec>` would allocate for it.
+    if !ids.uses.is_empty() {
+        meta.tool_uses = ids.uses.into();
+    }
+    if !ids.results.is_empty() {
+        meta.tool_results = ids.results.into();
+    }
     meta.real_user = role == Role::User && other_content;
     let turn = msg.getattr(intern!(py, "turn"))?;
     if !turn.is_none() {

@@ -29,9 +29,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
-use pyo3::{intern, Py};
+use pyo3::{ffi, intern, Py};
 
-use super::convert::{check_message, meta_of, tokens_of};
+use super::convert::{check_message, classes, meta_of, tokens_of};
 use super::slots::CacheSlot;
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
@@ -169,19 +169,64 @@ pub fn facts_of<'py>(
     msg: &Bound<'py, PyAny>,
     path: impl Fn() -> String,
 ) -> PyResult<Bound<'py, PyFacts>> {
-    let py = msg.py();
-    if check_message(msg, "").is_err() {
-        // Again, with the path: it is only worth formatting for the error.
-        check_message(msg, &path())?;
+    FactsReader::new(msg.py())?.facts(msg, path)
+}
+
+/// Reads the facts of many messages: what [`facts_of`] looks up per call (the `Message`
+/// class, the facts slot) is looked up once.
+pub struct FactsReader<'py> {
+    message: *mut ffi::PyTypeObject,
+    slot: CacheSlot<'py>,
+}
+
+impl<'py> FactsReader<'py> {
+    /// A reader for this interpreter's `Message` class.
+    pub fn new(py: Python<'py>) -> PyResult<Self> {
+        Ok(Self {
+            message: classes(py)?.message.as_ptr().cast(),
+            slot: CacheSlot::facts(py)?,
+        })
     }
-    let slot = CacheSlot::facts(py)?;
-    if let Some(kept) = slot.get(msg)? {
-        if let Ok(facts) = kept.cast_into::<PyFacts>() {
-            return Ok(facts);
+
+    /// The facts of `msg`, as [`facts_of`].
+    pub fn facts(
+        &self,
+        msg: &Bound<'py, PyAny>,
+        path: impl Fn() -> String,
+    ) -> PyResult<Bound<'py, PyFacts>> {
+        if msg.get_type_ptr() != self.message {
+            check_message(msg, &path())?;
         }
+        if let Some(kept) = self.slot.get(msg)? {
+            if let Ok(facts) = kept.cast_into_exact::<PyFacts>() {
+                return Ok(facts);
+            }
+        }
+        // The path is only worth formatting for an error: read again with it then.
+        let meta = match meta_of(msg, None, "", Encoding::Cl100k) {
+            Ok(meta) => meta,
+            Err(_) => meta_of(msg, None, &path(), Encoding::Cl100k)?,
+        };
+        install(&self.slot, msg, meta)
     }
-    let meta = meta_of(msg, None, &path(), Encoding::Cl100k)?;
-    install(&slot, msg, meta)
+
+    /// `msg` with its facts and its tokens under the caller's pricing (`counter`'s, or the
+    /// estimate under `encoding`), for the core.
+    pub fn fetch(
+        &self,
+        msg: Bound<'py, PyAny>,
+        encoding: Encoding,
+        counter: Option<&Bound<'py, PyAny>>,
+        path: impl Fn() -> String,
+    ) -> PyResult<Held> {
+        let facts = self.facts(&msg, path)?;
+        let tokens = facts.get().tokens(&msg, encoding, counter)?;
+        Ok(Held {
+            message: msg.unbind(),
+            facts: facts.unbind(),
+            tokens,
+        })
+    }
 }
 
 /// Keeps `meta` as the facts of `msg`, a `Message` the caller has just built and whose facts
@@ -211,29 +256,20 @@ fn install<'py>(
     Ok(facts)
 }
 
-/// A message's facts with its token count under the caller's pricing, for the core.
-pub struct Fetched<'py> {
-    pub facts: Bound<'py, PyFacts>,
-    pub tokens: u32,
+/// A message with its facts and its tokens under the caller's pricing, as the core holds it
+/// (a [`Tail`](crate::tail::Tail) kept across calls checks that the message object is still
+/// at its position).
+pub struct Held {
+    pub message: Py<PyAny>,
+    facts: Py<PyFacts>,
+    tokens: u32,
 }
 
-impl Facts for Fetched<'_> {
+impl Facts for Held {
     fn meta(&self) -> &Meta {
         &self.facts.get().meta
     }
     fn tokens(&self) -> u32 {
         self.tokens
     }
-}
-
-/// `msg`'s facts and its tokens (`counter`'s count, or the estimate under `encoding`).
-pub fn fetch<'py>(
-    msg: &Bound<'py, PyAny>,
-    encoding: Encoding,
-    counter: Option<&Bound<'py, PyAny>>,
-    path: impl Fn() -> String,
-) -> PyResult<Fetched<'py>> {
-    let facts = facts_of(msg, path)?;
-    let tokens = facts.get().tokens(msg, encoding, counter)?;
-    Ok(Fetched { facts, tokens })
 }

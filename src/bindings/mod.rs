@@ -65,7 +65,7 @@ mod core_module {
     #[pymodule_export]
     use super::validate::{repair_plan, validate};
     #[pymodule_export]
-    use super::window::cut_window;
+    use super::window::{cut_list, cut_window, PyTail};
 
     use pyo3::prelude::*;
 

@@ -102,6 +102,8 @@ pub const FACTS: &str = "_ctxtrim_facts";
 /// One cache slot of `Message`, ready to read.
 pub struct CacheSlot<'py> {
     name: Bound<'py, PyString>,
+    /// `Message`, the one class whose instances are read at `offset`.
+    message: *mut ffi::PyTypeObject,
     /// The offset of the slot in a `Message`, or None to read it with `getattr`.
     offset: Option<isize>,
 }
@@ -120,6 +122,7 @@ impl<'py> CacheSlot<'py> {
         }
         Ok(Self {
             name: name.clone(),
+            message: classes(py)?.message.as_ptr().cast(),
             offset,
         })
     }
@@ -133,7 +136,7 @@ impl<'py> CacheSlot<'py> {
     pub fn get(&self, obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = obj.py();
         match self.offset {
-            Some(offset) if obj.get_type().is(classes(py)?.message.bind(py)) => {
+            Some(offset) if obj.get_type_ptr() == self.message => {
                 // SAFETY: `obj` is exactly a `Message`, a subclass of the class that declared
                 // this object slot at `offset` (checked when the offset was read), so the
                 // field there is a `PyObject*` or NULL; with the GIL held no other thread
@@ -151,9 +154,8 @@ impl<'py> CacheSlot<'py> {
     /// sets it, and through it for anything but an exact `Message` with a known offset).
     pub fn set(&self, obj: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<()> {
         let py = obj.py();
-        let c = classes(py)?;
         match self.offset {
-            Some(offset) if obj.get_type().is(c.message.bind(py)) => {
+            Some(offset) if obj.get_type_ptr() == self.message => {
                 // SAFETY: as in `get`, the field at `offset` of an exact `Message` is its
                 // `PyObject*` slot (or NULL); with the GIL held no other thread touches it.
                 // The slot takes a new reference to `value`; the one it held is released
@@ -169,7 +171,10 @@ impl<'py> CacheSlot<'py> {
                 Ok(())
             }
             _ => {
-                c.force_setattr.bind(py).call1((obj, &self.name, value))?;
+                classes(py)?
+                    .force_setattr
+                    .bind(py)
+                    .call1((obj, &self.name, value))?;
                 Ok(())
             }
         }

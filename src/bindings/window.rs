@@ -1,15 +1,18 @@
-//! `cut_window`: one call into the core decides a cut strategy's window, on a list or a log.
+//! `cut_window` and `cut_list`: one call into the core decides a cut strategy's window, on a
+//! list or a log; `Tail`, what a strategy keeps of the list it was last called on (the core's
+//! [`Tail`](crate::tail::Tail), keyed by the message objects).
 
+use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySequence};
 
-use super::facts::fetch;
+use super::facts::{FactsReader, Held};
 use super::log::PyMessageLog;
 use super::tokens::encoding_of;
-use crate::tail::{decide_from_end, FIRST_REGION};
+use crate::tail::{decide_from_end, Tail, FIRST_REGION};
 use crate::tokens::Encoding;
-use crate::window::{decide, keep_all, Options, Rule};
+use crate::window::{decide, keep_all, Options, Rule, Window};
 
 /// `(ranges, unchanged, over_budget)`: the `[start, end)` ranges a cut strategy keeps.
 type WindowRow = (Vec<(usize, usize)>, bool, bool);
@@ -56,28 +59,147 @@ pub fn cut_window(
         pin_task,
         start_with_user,
     };
+    let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
     let window = if let Ok(log) = source.cast::<PyMessageLog>() {
         let log = log.get().indexed_clone(py);
         decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()))
     } else if let Some(convert) = convert {
-        let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
         let seq = source.cast::<PySequence>()?;
-        let len = seq.len()?;
-        decide_from_end(len, rule, options, FIRST_REGION, |i| {
+        let reader = FactsReader::new(py)?;
+        decide_from_end(seq.len()?, rule, options, FIRST_REGION, |i| {
             let item = convert.call1((seq.get_item(i)?, i))?;
-            fetch(&item, encoding, counter, || format!("convert(source[{i}])"))
+            reader.fetch(item, encoding, counter, || format!("convert(source[{i}])"))
         })?
     } else {
-        let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
         let list = match source.cast::<PyList>() {
             Ok(list) => list.clone(),
             Err(_) => source.cast::<PySequence>()?.to_list()?,
         };
-        let len = list.len();
-        decide_from_end(len, rule, options, FIRST_REGION, |i| {
-            let item = list.get_item(i)?;
-            fetch(&item, encoding, counter, || format!("messages[{i}]"))
-        })?
+        list_window(&list, rule, options, counter, encoding, None)?
     };
     Ok((window.ranges, window.unchanged, window.over_budget))
+}
+
+/// The window `rule` keeps of a list of messages, read from its ends only; with `tail` (a
+/// strategy's own), only what changed since its last call is read.
+fn list_window(
+    list: &Bound<'_, PyList>,
+    rule: Rule,
+    options: Options,
+    counter: Option<&Bound<'_, PyAny>>,
+    encoding: Encoding,
+    tail: Option<&PyTail>,
+) -> PyResult<Window> {
+    let reader = FactsReader::new(list.py())?;
+    let fetch = |i: usize| {
+        reader.fetch(list.get_item(i)?, encoding, counter, || {
+            format!("messages[{i}]")
+        })
+    };
+    // `try_lock`: a call already holding it (another thread, or a counter calling the
+    // strategy back) goes without the kept tail rather than waiting for it.
+    let Some(mut state) = tail.and_then(|t| t.state.try_lock()) else {
+        return decide_from_end(list.len(), rule, options, FIRST_REGION, fetch);
+    };
+    state.price_with(counter, encoding);
+    let same = |i: usize, held: &Held| list.get_item(i).is_ok_and(|item| item.is(&held.message));
+    state
+        .tail
+        .decide(list.len(), rule, options, FIRST_REGION, same, fetch)
+}
+
+/// What a cut strategy keeps of the list it was last called on: the core's [`Tail`], keyed by
+/// the message objects (held, so no address is reused while it is a key).
+#[pyclass(frozen, name = "Tail", module = "ctxtrim._core")]
+#[derive(Default)]
+pub struct PyTail {
+    state: Mutex<TailState>,
+}
+
+#[derive(Default)]
+struct TailState {
+    tail: Tail<Held>,
+    /// How the kept tokens were priced: the counter (held) or the encoding.
+    counter: Option<Py<PyAny>>,
+    encoding: Option<Encoding>,
+}
+
+impl TailState {
+    /// Forgets the tail unless its tokens were priced by `counter` (or `encoding`).
+    fn price_with(&mut self, counter: Option<&Bound<'_, PyAny>>, encoding: Encoding) {
+        let same = match (&self.counter, counter) {
+            (Some(kept), Some(c)) => kept.is(c),
+            (None, None) => self.encoding == Some(encoding),
+            _ => false,
+        };
+        if !same {
+            self.tail.clear();
+            self.counter = counter.map(|c| c.clone().unbind());
+            self.encoding = Some(encoding);
+        }
+    }
+}
+
+#[pymethods]
+impl PyTail {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of messages kept.
+    fn __len__(&self) -> usize {
+        self.state.lock().tail.kept()
+    }
+}
+
+/// What a cut strategy called on a list returns: the window `rule` (as in [`cut_window`])
+/// keeps of `messages`, as a new list, or `messages` itself when it keeps everything.
+///
+/// The one call a strategy on a plain list makes (`FitContextWindow(8000)(history)`): the
+/// decision and the slicing happen here, with no ranges handed back to Python in between.
+/// `tail` is the strategy's own: only what changed since its last call is read.
+#[pyfunction]
+#[pyo3(signature = (messages, rule, value, pin_task = true, start_with_user = true, counter = None, tail = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn cut_list<'py>(
+    messages: &Bound<'py, PyList>,
+    rule: &str,
+    value: u64,
+    pin_task: bool,
+    start_with_user: bool,
+    counter: Option<&Bound<'py, PyAny>>,
+    tail: Option<&Bound<'py, PyTail>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let options = Options {
+        pin_task,
+        start_with_user,
+    };
+    let window = list_window(
+        messages,
+        rule_of(rule, value)?,
+        options,
+        counter,
+        Encoding::Cl100k,
+        tail.map(Bound::get),
+    )?;
+    if window.unchanged {
+        return Ok(messages.clone());
+    }
+    // Adjacent ranges (the pinned system prompt and task) are one slice.
+    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(window.ranges.len());
+    for (a, b) in window.ranges {
+        match ranges.last_mut() {
+            Some(last) if last.1 == a => last.1 = b,
+            _ => ranges.push((a, b)),
+        }
+    }
+    // A counter's Python code may have shortened the list meanwhile: slices clamp.
+    let mut parts = ranges.iter().map(|&(a, b)| messages.get_slice(a, b));
+    let kept = parts.next().unwrap_or_else(|| PyList::empty(messages.py()));
+    for part in parts {
+        let end = kept.len();
+        kept.set_slice(end, end, &part)?;
+    }
+    Ok(kept)
 }

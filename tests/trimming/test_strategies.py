@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -609,9 +610,10 @@ _CUTS = st.sampled_from(
 def test_calls_on_an_edited_list_match_a_fresh_list(
     history: list[Message], make: Any, edits: list[tuple[str, int]]
 ) -> None:
-    # A strategy reads a list from its ends and caches facts on the messages, never on the
-    # list: whatever happened to the list between calls, the answer is the fresh list's, and
-    # the same as on a MessageLog of the same messages.
+    # A strategy reads a list from its ends and keeps its head and end for the next call,
+    # checked against the messages there then: whatever happened to the list between calls,
+    # the answer is what a new strategy gives on a fresh list, and the same as on a
+    # MessageLog of the same messages.
     strategy = make()
     spare = [Message.user("late question"), Message.assistant("late answer")]
     items = list(history)
@@ -630,9 +632,30 @@ def test_calls_on_an_edited_list_match_a_fresh_list(
             i, j = at % len(items), k // 7 % len(items)
             items[i], items[j] = items[j], items[i]
         out = strategy(items)
-        assert out == strategy(list(items))
+        assert out == make()(list(items))
         assert out == strategy.apply(MessageLog(items))
         assert (out is items) == strategy.describe(items).unchanged
+
+
+def test_a_strategy_s_tail_holds_its_last_window_and_lets_go_of_the_rest() -> None:
+    # The strategy keeps the head and end of the list its last call read (a reference to
+    # each message, so a key is never a reused address): about the window, or the last 64
+    # messages, whichever is more, however long the list grows; a message no longer needed
+    # is released by a later call.
+    fit = FitContextWindow(300)
+    history = session(2, 1)
+    first = history[-1]
+    before = sys.getrefcount(first)
+    fit(history)
+    assert sys.getrefcount(first) == before + 1
+    window_sizes = []
+    for i in range(200):
+        history += [Message.user(f"question {i}"), Message.assistant(f"answer {i} " * 20)]
+        window_sizes.append(len(fit(history)))
+    tail = fit._tail
+    assert tail is not None
+    assert len(tail) <= max(*window_sizes, 64) + 8
+    assert sys.getrefcount(first) == before
 
 
 def test_cache_stable_around_head_and_tail_is_idempotent() -> None:
