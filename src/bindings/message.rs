@@ -397,6 +397,10 @@ pub(super) fn new_message<'py>(
     let class = c.message.bind(py);
     if blocks_allowed(c, role, &blocks) {
         if let Some(layout) = &layouts(py)?.message {
+            // The blocks are `gc=False` structs, so no cycle can run through their tuple:
+            // untracked now, as the collector would untrack it at its next pass, a message
+            // leaves nothing for the cyclic GC to count or walk.
+            untrack(&blocks);
             let none = py.None().into_bound(py);
             return layout.build(py, &[role, &blocks, &none, &none, &none, &none, &none]);
         }

@@ -354,6 +354,48 @@ def facts(m: Message) -> object:
     return getattr(m, "_ctxtrim_facts", None)
 
 
+def test_an_agent_round_leaves_nothing_for_the_cyclic_gc() -> None:
+    # The content tuple of a message the core builds holds only gc=False blocks: it is
+    # untracked when made (CPython would untrack it only at the collection after), so the
+    # messages an agent appends each turn add nothing the cyclic GC counts or walks.
+    from ctxtrim.formats import from_openai_chat
+
+    round_ = [
+        Message.user("look at a.py"),
+        Message.assistant("Reading.", tool_uses=[("t1", "read_file", {"path": "a.py"})]),
+        Message.tool_results(("t1", "def f(): ...")),
+        Message.assistant("It defines f."),
+    ]
+    round_ += from_openai_chat(
+        [
+            {"role": "user", "content": "and b.py?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "t2",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": '{"path":"b.py"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "t2", "content": "x = 1"},
+        ]
+    )
+    for m in round_:
+        assert not gc.is_tracked(m) and not gc.is_tracked(m.content), m
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        kept = [Message.user(f"q{i}") for i in range(100)]
+        assert len(gc.get_objects()) - before <= 2  # the list `kept` (and its frame's)
+    finally:
+        gc.enable()
+    assert len(kept) == 100
+
+
 def test_messages_and_what_they_hold_are_not_gc_tracked() -> None:
     # gc=False: no reference cycle can go through a block or a message (their dicts and
     # lists are frozen copies of plain JSON), so a server holding millions of messages gives
