@@ -115,11 +115,14 @@ def cut_window(
     counter: TokenCounter | None = None,
     encoding: str | None = None,
     convert: Callable[[Any, int], Message] | None = None,
+    tail: Tail | None = None,
 ) -> tuple[list[tuple[int, int]], bool, bool]:
     """``(ranges, unchanged, over_budget)``: the ``[start, end)`` ranges a cut rule keeps.
     A list is read from its ends only, as far back as the decision needs. With ``convert``,
     ``source`` holds any items and message ``i`` is ``convert(source[i], i)``, called only
-    for the items read."""
+    for the items read. With ``tail`` (the caller's own, kept across calls on one list),
+    only the items appended since the last call are read (the rest are checked by
+    identity)."""
 
 def cut_list(
     messages: list[Message],

@@ -210,19 +210,21 @@ impl<'py> FactsReader<'py> {
         install(&self.slot, msg, meta)
     }
 
-    /// `msg` with its facts and its tokens under the caller's pricing (`counter`'s, or the
-    /// estimate under `encoding`), for the core.
-    pub fn fetch(
+    /// `msg`'s facts and its tokens under the caller's pricing (`counter`'s, or the
+    /// estimate under `encoding`), held for the core under `key`: the object the caller's
+    /// list holds (`msg` itself, or the framework item `msg` was converted from).
+    pub fn fetch_for(
         &self,
-        msg: Bound<'py, PyAny>,
+        key: Bound<'py, PyAny>,
+        msg: &Bound<'py, PyAny>,
         encoding: Encoding,
         counter: Option<&Bound<'py, PyAny>>,
         path: impl Fn() -> String,
     ) -> PyResult<Held> {
-        let facts = self.facts(&msg, path)?;
-        let tokens = facts.get().tokens(&msg, encoding, counter)?;
+        let facts = self.facts(msg, path)?;
+        let tokens = facts.get().tokens(msg, encoding, counter)?;
         Ok(Held {
-            message: msg.unbind(),
+            key: key.unbind(),
             facts: facts.unbind(),
             tokens,
         })
@@ -256,11 +258,11 @@ fn install<'py>(
     Ok(facts)
 }
 
-/// A message with its facts and its tokens under the caller's pricing, as the core holds it
-/// (a [`Tail`](crate::tail::Tail) kept across calls checks that the message object is still
-/// at its position).
+/// A message's facts and its tokens under the caller's pricing, as the core holds them, with
+/// the object that names the message in the caller's list (a [`Tail`](crate::tail::Tail)
+/// kept across calls checks that it is still at its position).
 pub struct Held {
-    pub message: Py<PyAny>,
+    pub key: Py<PyAny>,
     facts: Py<PyFacts>,
     tokens: u32,
 }

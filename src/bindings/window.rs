@@ -40,8 +40,12 @@ fn rule_of(rule: &str, value: u64) -> PyResult<Rule> {
 /// `convert(source[i], i)`, called only for the items the decision reads (the drop-ins pass
 /// their skeleton cache): the same reader as for a list of messages, over another kind of
 /// item.
+///
+/// With `tail` (the caller's own `Tail`, kept across calls on the same list), a list is
+/// checked against what the last call read, by identity of its items, and only the items
+/// appended since are read.
 #[pyfunction]
-#[pyo3(signature = (source, rule, value, *, pin_task = true, start_with_user = true, counter = None, encoding = None, convert = None))]
+#[pyo3(signature = (source, rule, value, *, pin_task = true, start_with_user = true, counter = None, encoding = None, convert = None, tail = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn cut_window(
     py: Python<'_>,
@@ -53,6 +57,7 @@ pub fn cut_window(
     counter: Option<&Bound<'_, PyAny>>,
     encoding: Option<&str>,
     convert: Option<&Bound<'_, PyAny>>,
+    tail: Option<&Bound<'_, PyTail>>,
 ) -> PyResult<WindowRow> {
     let rule = rule_of(rule, value)?;
     let options = Options {
@@ -60,29 +65,35 @@ pub fn cut_window(
         start_with_user,
     };
     let encoding = encoding.map_or(Ok(Encoding::Cl100k), encoding_of)?;
+    let tail = tail.map(Bound::get);
     let window = if let Ok(log) = source.cast::<PyMessageLog>() {
         let log = log.get().indexed_clone(py);
         decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()))
     } else if let Some(convert) = convert {
         let seq = source.cast::<PySequence>()?;
         let reader = FactsReader::new(py)?;
-        decide_from_end(seq.len()?, rule, options, FIRST_REGION, |i| {
-            let item = convert.call1((seq.get_item(i)?, i))?;
-            reader.fetch(item, encoding, counter, || format!("convert(source[{i}])"))
-        })?
+        let fetch = |i: usize| {
+            let item = seq.get_item(i)?;
+            let message = convert.call1((&item, i))?;
+            let path = || format!("convert(source[{i}])");
+            reader.fetch_for(item, &message, encoding, counter, path)
+        };
+        match source.cast::<PyList>() {
+            Ok(list) => list_window(list, rule, options, counter, encoding, tail, fetch)?,
+            Err(_) => decide_from_end(seq.len()?, rule, options, FIRST_REGION, fetch)?,
+        }
     } else {
         let list = match source.cast::<PyList>() {
             Ok(list) => list.clone(),
             Err(_) => source.cast::<PySequence>()?.to_list()?,
         };
-        list_window(&list, rule, options, counter, encoding, None)?
+        messages_window(&list, rule, options, counter, encoding, tail)?
     };
     Ok((window.ranges, window.unchanged, window.over_budget))
 }
 
-/// The window `rule` keeps of a list of messages, read from its ends only; with `tail` (a
-/// strategy's own), only what changed since its last call is read.
-fn list_window(
+/// The window `rule` keeps of a list of messages (see [`list_window`]).
+fn messages_window(
     list: &Bound<'_, PyList>,
     rule: Rule,
     options: Options,
@@ -92,17 +103,32 @@ fn list_window(
 ) -> PyResult<Window> {
     let reader = FactsReader::new(list.py())?;
     let fetch = |i: usize| {
-        reader.fetch(list.get_item(i)?, encoding, counter, || {
-            format!("messages[{i}]")
-        })
+        let message = list.get_item(i)?;
+        let path = || format!("messages[{i}]");
+        reader.fetch_for(message.clone(), &message, encoding, counter, path)
     };
+    list_window(list, rule, options, counter, encoding, tail, fetch)
+}
+
+/// The window `rule` keeps of a list whose item `i` `fetch(i)` reads, read from its ends
+/// only; with `tail` (the caller's own, kept across calls), only what changed since its
+/// last call is read: the items it holds are checked by identity.
+fn list_window(
+    list: &Bound<'_, PyList>,
+    rule: Rule,
+    options: Options,
+    counter: Option<&Bound<'_, PyAny>>,
+    encoding: Encoding,
+    tail: Option<&PyTail>,
+    fetch: impl FnMut(usize) -> PyResult<Held>,
+) -> PyResult<Window> {
     // `try_lock`: a call already holding it (another thread, or a counter calling the
     // strategy back) goes without the kept tail rather than waiting for it.
     let Some(mut state) = tail.and_then(|t| t.state.try_lock()) else {
         return decide_from_end(list.len(), rule, options, FIRST_REGION, fetch);
     };
     state.price_with(counter, encoding);
-    let same = |i: usize, held: &Held| list.get_item(i).is_ok_and(|item| item.is(&held.message));
+    let same = |i: usize, held: &Held| list.get_item(i).is_ok_and(|item| item.is(&held.key));
     state
         .tail
         .decide(list.len(), rule, options, FIRST_REGION, same, fetch)
@@ -175,7 +201,7 @@ pub fn cut_list<'py>(
         pin_task,
         start_with_user,
     };
-    let window = list_window(
+    let window = messages_window(
         messages,
         rule_of(rule, value)?,
         options,

@@ -295,6 +295,27 @@ def test_fast_path_rereads_a_message_replaced_in_the_list() -> None:
     assert fast == slow
 
 
+def test_fast_path_on_a_history_that_grows_and_is_edited_between_calls() -> None:
+    # The fast path keeps what it read of the list for the next call (its head and its
+    # end, checked by identity): a history grown by a round, or edited in the window or in
+    # the middle, between calls gives what the general path gives on it.
+    rng = random.Random(7)
+    pool = long_history(2, 600)
+    hist = pool[:800]
+    for step in range(60):
+        hist += pool[800 + 4 * step : 804 + 4 * step]
+        if step % 7 == 3:  # a message in the window replaced by a longer one
+            i = len(hist) - rng.randint(1, 30)
+            if hist[i].type == "human":
+                hist[i] = HumanMessage("long " * rng.randint(50, 500))
+        if step % 11 == 5:  # the middle shortened: the window's positions all move
+            del hist[100:104]
+        fast = trim_messages(hist, max_tokens=2000, token_counter=count_tokens_approximately)
+        slow = trim_messages(hist, max_tokens=2000, token_counter=_general)
+        assert fast == slow, step
+        assert pair_problems(fast, hist) == []
+
+
 def test_without_messages_returns_a_runnable() -> None:
     trimmer = trim_messages(max_tokens=10, token_counter=len, strategy="last")
     assert isinstance(trimmer, Runnable)

@@ -115,6 +115,10 @@ class Skeletons(Generic[T]):
         # Without the cache (``cached=False``, for a Mirror that keeps the skeletons of the
         # list it mirrors) every call converts, and ``reset`` forgets the counts' bindings.
         self._cached = cached
+        #: What :func:`budget_window` read of the list it was last given (its head and its
+        #: end, each item with its facts): the next call on that list, grown by a round,
+        #: reads only the new items and checks the others by identity.
+        self.tail = _core.Tail()
 
     def of(self, objs: Sequence[T], start: int = 0) -> list[Message]:
         """The skeletons of ``objs`` (``start`` is the index of ``objs[0]`` in the history:
@@ -224,7 +228,9 @@ def budget_window(
 
     The core reads the list from its two ends, as far back as the decision needs (the
     reader that serves lists of ctxtrim messages), converting an item only when it reads it
-    (``skeletons.one``: once per item object): a call costs O(window), not O(history).
+    (``skeletons.one``: once per item object): a call costs O(window), not O(history); and
+    with ``skeletons.tail`` kept from the last call, a list that grew by a round costs
+    O(new items) plus one identity check per item the tail holds.
     """
     counter = skeletons.counts if counter is None else counter
     ranges, unchanged, over = _core.cut_window(
@@ -235,6 +241,7 @@ def budget_window(
         start_with_user=start_with_user,
         counter=counter,
         convert=skeletons.one,
+        tail=skeletons.tail,
     )
     skeletons.trim_to(objs, ranges)
     return ranges, unchanged, over
