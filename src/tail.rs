@@ -13,9 +13,9 @@
 //! still open at the start of the region read, `lo`, either has its call before `lo` or is an
 //! orphan (no call at all, which constrains nothing); which one is unknown, so every cut up to
 //! the latest such result is *uncertain*, and cuts above it are exact. A question whose answer
-//! depends on an uncertain cut, or on a message not read, answers [`NeedMore`]: the caller
-//! reads twice as far back and asks again, up to the whole history (where nothing is
-//! uncertain and the caller uses a [`MessageLog`](crate::log::MessageLog) instead).
+//! depends on an uncertain cut, or on a message not read, answers [`NeedMore`]: the tail
+//! reads twice as far back and asks again, up to the head (then it holds the whole history,
+//! where nothing is uncertain, and decides on a [`MessageLog`] of it).
 //!
 //! The head is read from the front by [`HeadReader`] until the task (the first real user
 //! message) or, without a pinned task, the first message after the leading system messages.
@@ -24,9 +24,9 @@
 //! uses the whole history. Well-formed agent histories (system, task, then rounds) never do.
 //!
 //! A [`Tail`] is kept from one decision to the next (a strategy keeps one for the list it is
-//! called on): each message it holds carries a key (in the bindings, the message object), and
-//! a key that no longer names the message at its position, or a shorter history, makes it
-//! start afresh. Otherwise it reads only the messages appended since, folding them into its
+//! called on): each message it holds is the caller's item, which names it (in the bindings,
+//! the message object, or the framework object it was converted from), and an item that no
+//! longer names the message at its position, or a shorter history, makes it start afresh. Otherwise it reads only the messages appended since, folding them into its
 //! safe cuts as it goes (a result splits the cuts back to its call), and reads further back
 //! only when a question needs it.
 
