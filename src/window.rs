@@ -13,10 +13,11 @@
 //! message (Anthropic and Gemini need a user turn first).
 //!
 //! The decisions only ask an index questions, so one implementation serves both kinds of
-//! history: a [`MessageLog`](crate::log::MessageLog), which answers every question in
-//! O(log n), and a [`Tail`](crate::tail::Tail), which holds only the end of a history (and its
-//! head) and answers [`NeedMore`] when a question reaches past what it holds. The caller then
-//! reads further back and asks again, so a plain list is trimmed in O(window), not O(history).
+//! history: a [`MessageLog`], which answers every question in O(log n), and a
+//! [`Tail`](crate::tail::Tail), which holds only the end of a history (and its head) and
+//! answers [`NeedMore`] when a question reaches past what it holds. The tail then reads
+//! further back and asks again, so a plain list is trimmed in O(window), not O(history) (and,
+//! with a tail kept from the last call, in O(new messages) plus a check of those it holds).
 //!
 //! Invariants: a [`Window`] keeps whole ranges in order, the head's first; its suffix starts at
 //! a safe cut at or after the head's floor; `unchanged` is true exactly when the ranges cover
