@@ -410,9 +410,6 @@ impl<F: Facts> Tail<F> {
             call: earliest,
             round,
         });
-        if self.region.len() == 1 {
-            self.base = p;
-        }
         self.len = p + 1;
     }
 

@@ -389,7 +389,7 @@ class _CoreCut(_CutStrategy):
     #: What this strategy keeps of the list it was last called on (its head and its end,
     #: about the window): the next call on that list, grown by a few messages, reads only
     #: those and checks the rest by identity. It holds about the last window's messages.
-    _tail: _core.Tail | None = None
+    _tail: _core.Tail
 
     def __init__(self, *, pin_task: bool, start_with_user: bool) -> None:
         super().__init__(pin_task=pin_task, start_with_user=start_with_user)

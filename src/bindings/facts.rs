@@ -29,9 +29,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
-use pyo3::{ffi, intern, Py};
+use pyo3::{intern, Py};
 
-use super::convert::{check_message, classes, meta_of, tokens_of};
+use super::convert::{check_message, meta_of, tokens_of};
 use super::slots::CacheSlot;
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
@@ -175,7 +175,6 @@ pub fn facts_of<'py>(
 /// Reads the facts of many messages: what [`facts_of`] looks up per call (the `Message`
 /// class, the facts slot) is looked up once.
 pub struct FactsReader<'py> {
-    message: *mut ffi::PyTypeObject,
     slot: CacheSlot<'py>,
 }
 
@@ -183,7 +182,6 @@ impl<'py> FactsReader<'py> {
     /// A reader for this interpreter's `Message` class.
     pub fn new(py: Python<'py>) -> PyResult<Self> {
         Ok(Self {
-            message: classes(py)?.message.as_ptr().cast(),
             slot: CacheSlot::facts(py)?,
         })
     }
@@ -194,7 +192,7 @@ impl<'py> FactsReader<'py> {
         msg: &Bound<'py, PyAny>,
         path: impl Fn() -> String,
     ) -> PyResult<Bound<'py, PyFacts>> {
-        if msg.get_type_ptr() != self.message {
+        if !self.slot.is_message(msg) {
             check_message(msg, &path())?;
         }
         if let Some(kept) = self.slot.get(msg)? {

@@ -132,11 +132,16 @@ impl<'py> CacheSlot<'py> {
         Self::named(intern!(py, FACTS))
     }
 
+    /// Whether `obj` is exactly a `Message` (whose slots are read at their offsets).
+    pub fn is_message(&self, obj: &Bound<'py, PyAny>) -> bool {
+        obj.get_type_ptr() == self.message
+    }
+
     /// What `obj` keeps in this slot, or None if it keeps nothing there.
     pub fn get(&self, obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let py = obj.py();
         match self.offset {
-            Some(offset) if obj.get_type_ptr() == self.message => {
+            Some(offset) if self.is_message(obj) => {
                 // SAFETY: `obj` is exactly a `Message`, a subclass of the class that declared
                 // this object slot at `offset` (checked when the offset was read), so the
                 // field there is a `PyObject*` or NULL; with the GIL held no other thread
@@ -155,7 +160,7 @@ impl<'py> CacheSlot<'py> {
     pub fn set(&self, obj: &Bound<'py, PyAny>, value: &Bound<'py, PyAny>) -> PyResult<()> {
         let py = obj.py();
         match self.offset {
-            Some(offset) if obj.get_type_ptr() == self.message => {
+            Some(offset) if self.is_message(obj) => {
                 // SAFETY: as in `get`, the field at `offset` of an exact `Message` is its
                 // `PyObject*` slot (or NULL); with the GIL held no other thread touches it.
                 // The slot takes a new reference to `value`; the one it held is released
