@@ -203,18 +203,25 @@ def test_openai_agents_trim_input(benchmark: Any, impl: str, n: int) -> None:
 
 
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("impl", ["SQLiteSession", "ctxtrim-sqlite"])
+@pytest.mark.parametrize("impl", ["SQLiteSession", "ctxtrim-sqlite-tables", "ctxtrim-store"])
 def test_openai_agents_get_items(benchmark: Any, impl: str, n: int, tmp_path: Any) -> None:
+    """``SQLiteSession`` against the drop-in made by ``CtxtrimSession(session_id, db_path)``
+    (the same tables) and against ``CtxtrimSession`` on ctxtrim's SQLite store."""
     agents = pytest.importorskip("agents")
+    from ctxtrim import SQLiteContextStore
     from ctxtrim.integrations.openai_agents import CtxtrimSession
 
     history, grow_history = _rounds(_item_round, n)
     db = tmp_path / "s.db"
+    loop = asyncio.new_event_loop()
+    store = None
     if impl == "SQLiteSession":
         session: Any = agents.SQLiteSession("bench", db)
-    else:
+    elif impl == "ctxtrim-sqlite-tables":
         session = CtxtrimSession("bench", db)
-    loop = asyncio.new_event_loop()
+    else:
+        store = loop.run_until_complete(SQLiteContextStore.open(db, "bench"))
+        session = CtxtrimSession(store)
     loop.run_until_complete(session.add_items(history))
 
     def grow() -> None:
@@ -232,6 +239,8 @@ def test_openai_agents_get_items(benchmark: Any, impl: str, n: int, tmp_path: An
         )
     finally:
         session.close()
+        if store is not None:
+            loop.run_until_complete(store.close())
         loop.close()
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "InvalidToolArguments",
     "InvalidTurnId",
     "MessageTooLarge",
+    "NotJSONData",
     "OutcomeUnknownError",
     "StaleGenerationError",
     "StoreError",
@@ -69,6 +70,12 @@ class InvalidTurnId(CtxtrimError, ValueError):
 class InvalidToolArguments(InvalidMessage):
     """A tool call's arguments text is not a JSON object (what a model cut off mid-call
     writes); the converters' ``raw_arguments=True`` keeps it as raw text instead."""
+
+
+class NotJSONData(InvalidMessage, TypeError):
+    """A value that must be JSON data is not (an arbitrary object, a set). Also a
+    ``TypeError``, the error ``json.dumps`` raises for it, so code written for a store that
+    serialises with ``json`` (openai-agents' ``SQLiteSession``) catches it unchanged."""
 
 
 class MessageTooLarge(InvalidMessage):

@@ -104,7 +104,7 @@ def test_old_import_locations_still_work() -> None:
 def test_hierarchy(cls: type[Exception]) -> None:
     assert issubclass(cls, errors.CtxtrimError)
     bad_input = {"InvalidMessage", "MessageTooLarge", "InvalidTurnId", "InvalidSessionId"}
-    bad_input |= {"InvalidToolArguments", "InvalidArgument"}
+    bad_input |= {"InvalidToolArguments", "InvalidArgument", "NotJSONData"}
     bad_input |= {"InvalidStrategy", "FormatError", "CompactionSettingsError"}
     assert issubclass(cls, ValueError) == (cls.__name__ in bad_input)
 

@@ -41,10 +41,11 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
-from ctxtrim import MemoryContextStore, Message, SQLiteContextStore
+from ctxtrim import InvalidMessage, MemoryContextStore, Message, NotJSONData, SQLiteContextStore
 from ctxtrim._core import message_tokens
 from ctxtrim.integrations.openai_agents import (
     CtxtrimSession,
+    CtxtrimSQLiteSession,
     item_to_message,
     trim_input,
 )
@@ -109,14 +110,30 @@ def pair_problems(items: list[dict[str, Any]], source: list[dict[str, Any]]) -> 
     return problems + [f"call {c} without output" for c in (calls & answered) - outputs]
 
 
-def test_is_an_openai_agents_session() -> None:
-    assert isinstance(CtxtrimSession(session_id="s"), Session)
+KINDS = ["ctxtrim-store", "SQLiteSession-tables"]
 
 
-def test_get_items_limit_never_returns_an_orphan_output(closing: Closing) -> None:
+def make_session(kind: str, session_id: str, closing: Closing) -> Any:
+    """A ``CtxtrimSession`` of each kind: on a ctxtrim store (here a memory one), or the
+    ``CtxtrimSQLiteSession`` that ``CtxtrimSession(session_id)`` makes."""
+    if kind == "ctxtrim-store":
+        return CtxtrimSession(MemoryContextStore(session_id=session_id))
+    made = closing(CtxtrimSession(session_id))
+    assert isinstance(made, CtxtrimSQLiteSession) and isinstance(made, SQLiteSession)
+    return made
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_is_an_openai_agents_session(kind: str, closing: Closing) -> None:
+    session = make_session(kind, "s", closing)
+    assert isinstance(session, Session) and isinstance(session, CtxtrimSession)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_get_items_limit_never_returns_an_orphan_output(kind: str, closing: Closing) -> None:
     async def main() -> None:
         theirs = closing(SQLiteSession("s1"))
-        ours = CtxtrimSession(session_id="s1")
+        ours = make_session(kind, "s1", closing)
         for s in (theirs, ours):
             await s.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
         assert pair_problems(await theirs.get_items(limit=3), PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form; theirs has the orphan
@@ -127,8 +144,8 @@ def test_get_items_limit_never_returns_an_orphan_output(closing: Closing) -> Non
             assert got == PEER_ITEMS[len(PEER_ITEMS) - len(got) :]
         assert await ours.get_items(limit=3) == PEER_ITEMS[3:]
         # session_settings.limit is honoured like the SDK's sessions do.
-        limited = CtxtrimSession(ours.store, session_settings=SessionSettings(limit=3))
-        assert await limited.get_items() == PEER_ITEMS[3:]
+        ours.session_settings = SessionSettings(limit=3)
+        assert await ours.get_items() == PEER_ITEMS[3:]
 
     asyncio.run(main())
 
@@ -164,7 +181,8 @@ def test_runner_input_through_the_callback_has_no_orphan(closing: Closing) -> No
     asyncio.run(main())
 
 
-def test_items_round_trip_exactly_with_pop_and_clear() -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_items_round_trip_exactly_with_pop_and_clear(kind: str, closing: Closing) -> None:
     items: list[dict[str, Any]] = [
         {"role": "system", "content": "be terse"},
         user("find it"),
@@ -182,7 +200,7 @@ def test_items_round_trip_exactly_with_pop_and_clear() -> None:
     ]
 
     async def main() -> None:
-        s = CtxtrimSession(session_id="rt")
+        s = make_session(kind, "rt", closing)
         await s.add_items(items)
         assert await s.get_items() == items
         assert await s.pop_item() == items[-1]
@@ -230,18 +248,20 @@ def item_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 def test_equal_to_sqlite_session_where_its_window_is_pair_safe(
     items: list[dict[str, Any]], limit: int
 ) -> None:
-    async def main() -> tuple[list[Any], list[Any]]:
-        theirs = SQLiteSession("p")  # closed here: hypothesis forbids function fixtures
-        ours = CtxtrimSession(session_id="p")
+    async def main() -> list[list[Any]]:
+        # Closed here: hypothesis forbids function fixtures.
+        theirs, ours = SQLiteSession("p"), CtxtrimSession("p")
+        on_store = CtxtrimSession(MemoryContextStore(session_id="p"))
         try:
-            for s in (theirs, ours):
+            for s in (theirs, ours, on_store):
                 await s.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
-            return await theirs.get_items(limit=limit), await ours.get_items(limit=limit)
+            return [await s.get_items(limit=limit) for s in (theirs, ours, on_store)]
         finally:
             theirs.close()
+            ours.close()
 
-    theirs, ours = asyncio.run(main())
-    assert pair_problems(ours, items) == []
+    theirs, ours, on_store = asyncio.run(main())
+    assert pair_problems(ours, items) == [] and ours == on_store
     assume(pair_problems(theirs, items) == [])
     assert ours == theirs
 
@@ -337,7 +357,8 @@ def test_closed_session_raises_runtime_error_like_sqlite_session(
         for session in (
             closing(SQLiteSession("s", tmp_path / "theirs.db")),
             closing(CtxtrimSession("s", tmp_path / "ours.db")),
-            CtxtrimSession("s"),
+            closing(CtxtrimSession("s")),
+            CtxtrimSession(MemoryContextStore()),
         ):
             await session.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
             session.close()
@@ -353,56 +374,83 @@ def test_closed_session_raises_runtime_error_like_sqlite_session(
     asyncio.run(main())
 
 
-def test_synchronous_constructor_like_sqlite_session(tmp_path: Path, closing: Closing) -> None:
+def test_swapping_the_import_keeps_the_conversations_sqlite_session_stored(
+    tmp_path: Path, closing: Closing
+) -> None:
+    """``CtxtrimSession(session_id, db_path)`` is ``SQLiteSession``'s constructor over
+    ``SQLiteSession``'s own tables: a database either class wrote, the other reads."""
     db = tmp_path / "chats.db"
+    later = [user("q2"), fc("c3"), fo("c3")]
 
     async def main() -> None:
-        first = closing(CtxtrimSession("user-42", db))
-        await first.add_items(PEER_ITEMS)
-        first.close()
-        again = closing(CtxtrimSession("user-42", str(db)))
-        assert again.session_id == "user-42"
-        assert await again.get_items() == PEER_ITEMS
-        assert isinstance(again.store, SQLiteContextStore)
-        await again.store.close()
+        theirs = closing(SQLiteSession("user-42", db))
+        await theirs.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+        theirs.close()
+        ours = closing(CtxtrimSession("user-42", str(db)))
+        assert isinstance(ours, CtxtrimSQLiteSession) and ours.session_id == "user-42"
+        assert await ours.get_items() == PEER_ITEMS
+        await ours.add_items(later)
+        assert await closing(CtxtrimSession("other", db)).get_items() == []
+        ours.close()
+        back = closing(SQLiteSession("user-42", db))
+        assert await back.get_items() == [*PEER_ITEMS, *later]
+        with pytest.raises(AttributeError, match="not a ctxtrim store"):
+            _ = ours.store
 
     asyncio.run(main())
-    with pytest.raises(ValueError):
+    # A store and db_path, or db_path alone, are no constructor of either kind.
+    with pytest.raises(ValueError, match="db_path goes with a session id"):
+        CtxtrimSession(MemoryContextStore(), db)
+    with pytest.raises(TypeError):
         CtxtrimSession(db_path=db)
 
 
-def test_negative_limit_reads_everything_like_sqlite_session(closing: Closing) -> None:
+def test_bad_items_raise_a_typed_error_naming_them_and_store_nothing(
+    tmp_path: Path, closing: Closing
+) -> None:
+    async def main() -> None:
+        for session in (
+            closing(CtxtrimSession("s", tmp_path / "bad.db")),
+            CtxtrimSession(MemoryContextStore()),
+        ):
+            await session.add_items(PEER_ITEMS)
+            with pytest.raises(NotJSONData, match=r"items\[1\]: not JSON data") as err:
+                await session.add_items([user("fine"), {"role": "user", "content": {1, 2}}])
+            assert isinstance(err.value, TypeError)  # what SQLiteSession's json.dumps raises
+            with pytest.raises(InvalidMessage, match=r"items\[0\]: expected an input item"):
+                await session.add_items(["not an item"])
+            assert await session.get_items() == PEER_ITEMS
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_negative_limit_reads_everything_like_sqlite_session(kind: str, closing: Closing) -> None:
     # SQLiteSession passes the limit to SQLite's LIMIT, where a negative one means no limit
     # (openai-agents keeps that on purpose); 0 reads nothing.
     async def main() -> None:
         theirs = closing(SQLiteSession("neg"))
-        ours = CtxtrimSession(session_id="neg")
+        ours = make_session(kind, "neg", closing)
         for s in (theirs, ours):
             await s.add_items(PEER_ITEMS)  # type: ignore[arg-type]  # plain dicts are the wire form
         for limit in (-1, -5):
             assert await ours.get_items(limit) == await theirs.get_items(limit) == PEER_ITEMS
         assert await ours.get_items(0) == await theirs.get_items(0) == []
-        by_settings = CtxtrimSession(ours.store, session_settings={"limit": -1})
-        assert await by_settings.get_items() == PEER_ITEMS
+        ours.session_settings = SessionSettings(limit=-1)
+        assert await ours.get_items() == PEER_ITEMS
 
     asyncio.run(main())
 
 
-def test_close_inside_a_running_loop_closes_the_database_before_returning(
-    tmp_path: Path,
-) -> None:
-    # SQLiteSession.close() is synchronous and closes its connections at once; a close
-    # left to a task of the loop would be cancelled unrun when asyncio.run ends right after.
+def test_closing_a_session_leaves_the_store_open(tmp_path: Path, closing: Closing) -> None:
     async def main() -> None:
-        session = CtxtrimSession("s", tmp_path / "c.db")
+        store = closing(await SQLiteContextStore.open(tmp_path / "c.db", "s"))
+        session = CtxtrimSession(store)
         await session.add_items(PEER_ITEMS)
-        store = session.store
-        assert isinstance(store, SQLiteContextStore)
         session.close()
-        assert store._db.conn is None  # the connection is closed, not just scheduled to be
-        again = CtxtrimSession("s", tmp_path / "c.db")  # the file reopens, data intact
-        assert await again.get_items() == PEER_ITEMS
-        again.close()
+        with pytest.raises(RuntimeError, match="CtxtrimSession is closed"):
+            await session.get_items()
+        assert await CtxtrimSession(store).get_items() == PEER_ITEMS  # the store is yours
 
     asyncio.run(main())
 

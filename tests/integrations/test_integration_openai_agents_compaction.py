@@ -35,7 +35,7 @@ from ctxtrim import (
     StoreError,
     ToolResultBlock,
 )
-from ctxtrim.integrations.openai_agents import CtxtrimSession
+from ctxtrim.integrations.openai_agents import CtxtrimSession, CtxtrimSQLiteSession
 
 from store_backends import BACKENDS, Backend
 
@@ -83,6 +83,23 @@ async def store(backend: Backend) -> AsyncIterator[ContextStore]:
     await opened.close()
 
 
+@pytest.fixture(params=[*BACKENDS, pytest.param(None, id="SQLiteSession-tables")])
+async def session(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    """A ``CtxtrimSession`` on each ctxtrim store, and the ``CtxtrimSQLiteSession`` that
+    ``CtxtrimSession(session_id, db_path)`` makes (``SQLiteSession``'s own tables)."""
+    if request.param is None:
+        made = CtxtrimSession("compaction", tmp_path / "agents.db")
+        assert isinstance(made, CtxtrimSQLiteSession)
+        yield made
+        made.close()
+        return
+    backend = request.param(tmp_path)
+    opened = await backend.open("compaction")
+    yield CtxtrimSession(opened)
+    await opened.close()
+    await backend.cleanup()
+
+
 def compaction_session(
     session: CtxtrimSession, compact: Callable[..., Any]
 ) -> tuple[OpenAIResponsesCompactionSession, MagicMock]:
@@ -110,8 +127,7 @@ async def run_turn(session: Any, answer: str) -> dict[str, Any]:
     return dumped
 
 
-async def test_the_runner_compacts_only_the_suffix_it_just_added(store: ContextStore) -> None:
-    session = CtxtrimSession(store)
+async def test_the_runner_compacts_only_the_suffix_it_just_added(session: CtxtrimSession) -> None:
     older = [user("task"), fc("c1"), fo("c1"), assistant("first answer")]
     await session.add_items(older)
 
@@ -189,9 +205,8 @@ async def test_a_failed_replacement_changes_nothing(tmp_path: Path) -> None:
 
 
 async def test_the_hook_refuses_to_replace_an_output_whose_call_it_keeps(
-    store: ContextStore,
+    session: CtxtrimSession,
 ) -> None:
-    session = CtxtrimSession(store)
     history = [user("task"), fc("c1"), fo("c1"), assistant("answer")]
     await session.add_items(history)
     snapshot = await session._get_compaction_snapshot(10)
@@ -207,8 +222,7 @@ async def test_the_hook_refuses_to_replace_an_output_whose_call_it_keeps(
     assert await session.get_items() == [user("task"), SUMMARY]
 
 
-async def test_a_bounded_snapshot_starts_at_a_pair_safe_item(store: ContextStore) -> None:
-    session = CtxtrimSession(store)
+async def test_a_bounded_snapshot_starts_at_a_pair_safe_item(session: CtxtrimSession) -> None:
     history = [user("task"), fc("c1"), fo("c1"), assistant("answer")]
     await session.add_items(history)
     snapshot = await session._get_compaction_snapshot(2)
@@ -224,9 +238,8 @@ async def test_a_bounded_snapshot_starts_at_a_pair_safe_item(store: ContextStore
 
 
 async def test_pruning_the_expired_prefix_keeps_every_kept_output_s_call(
-    store: ContextStore,
+    session: CtxtrimSession,
 ) -> None:
-    session = CtxtrimSession(store)
     history = [
         user("expired"),
         fc("c1"),  # expired, but its output is not: it must stay
@@ -270,3 +283,31 @@ async def test_a_message_of_several_items_is_split_where_the_suffix_starts(
     assert snapshot is not None and snapshot.items == items
     assert await snapshot.replace_suffix(2, [SUMMARY]) is True  # from the call on
     assert await session.get_items() == [*items[:2], SUMMARY]
+
+
+async def test_pruning_reads_the_prefix_a_chunk_at_a_time_and_keeps_a_far_output_s_call(
+    tmp_path: Path,
+) -> None:
+    """On SQLiteSession's tables the expired prefix is read ``limit`` rows at a time (as
+    SQLiteSession does); an expired call whose output lies chunks further on still stays."""
+    session = CtxtrimSession("s", tmp_path / "agents.db")
+    expired = [user(f"old {i}") for i in range(5)]
+    history = [*expired, fc("far"), *[user(f"old {i}") for i in range(5, 9)], fo("far")]
+    history += [user("live"), assistant("answer")]
+    try:
+        await session.add_items(history)
+
+        def is_expired(item: Any) -> bool:
+            return item in expired or item == fc("far")
+
+        snapshot = await session._get_compaction_snapshot(2, prune_prefix=is_expired)
+        assert snapshot is not None and snapshot.items == history[-2:]
+        assert await snapshot.replace_suffix(1, [SUMMARY]) is True
+        # The five expired user items went; the expired call stays with its output.
+        assert await session.get_items() == [*history[5:-1], SUMMARY]
+        # Without the far call, the whole expired run goes.
+        snapshot = await session._get_compaction_snapshot(1, prune_prefix=lambda it: True)
+        assert snapshot is not None and await snapshot.replace_suffix(0, [SUMMARY]) is True
+        assert await session.get_items() == [SUMMARY]
+    finally:
+        session.close()

@@ -153,12 +153,12 @@ def test_the_repository_list_is_well_formed_and_names_known_frameworks(
 def test_a_malformed_entry_is_refused(peer: ModuleType, tmp_path: Path) -> None:
     bad = tmp_path / "list.toml"
     bad.write_text(
-        '[[difference]]\nframework = "langchain"\nkind = "maybe"\nwhy = "x"\ntests = ["a"]\n'
+        '[[difference]]\nframework = "langchain"\nkind = "deliberate"\nwhy = "x"\ntests = ["a"]\n'
     )
-    with pytest.raises(SystemExit, match="kind is pair-safety or deliberate"):
+    with pytest.raises(SystemExit, match="kind must be pair-safety"):
         peer.load_expected(bad)
     bad.write_text(
-        '[[difference]]\nframework = "nope"\nkind = "deliberate"\nwhy = "x"\ntests = ["a"]\n'
+        '[[difference]]\nframework = "nope"\nkind = "pair-safety"\nwhy = "x"\ntests = ["a"]\n'
     )
     with pytest.raises(SystemExit, match="needs framework"):
         peer.load_expected(bad)

@@ -32,12 +32,15 @@ sends the orphan to the model.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, cast, overload
 
-from ctxtrim.errors import InvalidArgument, InvalidMessage, StaleGenerationError
+from ctxtrim.errors import InvalidArgument, InvalidMessage, NotJSONData, StaleGenerationError
 from ctxtrim.formats.openai_responses import (
     from_openai_responses,
     read_common_item,
@@ -54,18 +57,24 @@ from ctxtrim.integrations._common import (
 )
 from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 from ctxtrim.store import ContextStore, MemoryContextStore
-from ctxtrim.stores.sqlite import SQLiteContextStore
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
 
 try:
-    from agents.memory import SessionSettings
-    from agents.memory.session import _CompactionSnapshot
+    from agents.memory import SessionSettings, SQLiteSession
+    from agents.memory.session import _await_mutation, _CompactionSnapshot
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("openai-agents", "openai-agents", _err) from _err
 
-__all__ = ["ITEM_KEY", "CtxtrimSession", "item_to_message", "message_to_items", "trim_input"]
+__all__ = [
+    "ITEM_KEY",
+    "CtxtrimSQLiteSession",
+    "CtxtrimSession",
+    "item_to_message",
+    "message_to_items",
+    "trim_input",
+]
 
 #: ``Message.meta`` key holding an input item the Responses converter has no model for.
 ITEM_KEY = "openai_agents_item"
@@ -98,10 +107,25 @@ def item_to_message(item: Any) -> Message:
         return messages[0]
     kind = str(data.get("type", ""))
     # The text only feeds the token estimate; the item itself travels in meta.
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as err:
+        raise NotJSONData(f"not JSON data: {err}", "item") from None
     if kind.endswith(_USER_SIDE):
         return Message.user(text, meta={ITEM_KEY: data})
     return Message.assistant(text, meta={ITEM_KEY: data})
+
+
+def items_to_messages(items: Sequence[Any]) -> list[Message]:
+    """Each item as one message; an item that is not one raises :class:`InvalidMessage`
+    naming it (``items[3]: ...``), before anything is stored."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(item_to_message(item))
+        except InvalidMessage as err:
+            raise type(err)(err.reason, f"items[{i}]") from None
+    return out
 
 
 def message_to_items(message: Message) -> list[dict[str, Any]]:
@@ -181,13 +205,27 @@ def _pair_safe_drop(kept: Sequence[Message], drop: int) -> int:
 class CtxtrimSession:
     """An openai-agents ``Session`` on a ctxtrim store.
 
-    ``CtxtrimSession(store)`` uses a :class:`ctxtrim.ContextStore` you opened;
-    ``CtxtrimSession(session_id, db_path)`` is ``SQLiteSession``'s synchronous constructor:
-    a SQLite store at ``db_path``, opened on first use (``":memory:"``, the default, keeps
-    the session in memory). ``session_settings`` is a ``SessionSettings``, a dict of its
-    fields (unknown keys raise ``TypeError``) or None (``SessionSettings()``).
-    After :meth:`close` every call raises ``RuntimeError``, as ``SQLiteSession``'s do.
+    ``CtxtrimSession(store)`` keeps the history in a :class:`ctxtrim.ContextStore` you opened
+    (memory, SQLite, Redis, PostgreSQL; ``CtxtrimSession()``: a new memory store), and
+    leaves it open on :meth:`close`. ``CtxtrimSession(session_id, db_path=":memory:", ...)``
+    — ``SQLiteSession``'s constructor — makes a :class:`CtxtrimSQLiteSession`, which keeps
+    ``SQLiteSession``'s own file, tables and rows, so swapping the import keeps every
+    conversation already stored (and swapping back does too). ``session_settings`` is a
+    ``SessionSettings``, a dict of its fields (unknown keys raise ``TypeError``) or None
+    (``SessionSettings()``). After :meth:`close` every call raises ``RuntimeError``, as
+    ``SQLiteSession``'s do.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> CtxtrimSession:
+        # SQLiteSession's constructor shape (a session id, no store) is the SQLite-compatible
+        # session; __init__ then runs on that class, with the same arguments.
+        if cls is CtxtrimSession:
+            first = args[0] if args else kwargs.get("store")
+            if isinstance(first, str) or (
+                first is None and ("session_id" in kwargs or "db_path" in kwargs)
+            ):
+                cls = CtxtrimSQLiteSession
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -197,29 +235,20 @@ class CtxtrimSession:
         session_id: str | None = None,
         session_settings: SessionSettings | dict[str, Any] | None = None,
     ) -> None:
-        self._db_path: str | os.PathLike[str] | None = None
-        if isinstance(store, str):
-            if session_id is not None and session_id != store:
-                raise ValueError(f"session_id given twice: {store!r} and {session_id!r}")
-            session_id, store = store, None
-            if str(db_path) != ":memory:":
-                self._db_path = db_path
-        elif str(db_path) != ":memory:":
+        # Only the store form gets here (__new__ sends a session id to CtxtrimSQLiteSession);
+        # db_path and a str store are in the signature for that form's callers.
+        if str(db_path) != ":memory:":
             raise ValueError("db_path goes with a session id: CtxtrimSession(session_id, db_path)")
         if store is None:
-            if self._db_path is None:
-                store = MemoryContextStore(session_id=session_id)
-            elif not session_id:
-                raise ValueError("a session id is needed to open a database session")
+            store = MemoryContextStore()
         elif not isinstance(store, ContextStore):
             raise TypeError(f"expected a ContextStore or a session id, got {type(store).__name__}")
-        elif session_id is not None and session_id != store.session_id:
+        if session_id is not None and session_id != store.session_id:
             raise ValueError(
                 f"session_id {session_id!r} differs from the store's {store.session_id!r}"
             )
-        self._store: ContextStore | None = store
-        self._owned = store is None  # opened here, so closed here
-        self.session_id: str = store.session_id if store is not None else str(session_id)
+        self._store = store
+        self.session_id: str = store.session_id
         self.session_settings: SessionSettings = (
             coerce_session_settings(session_settings)
             if session_settings is not None
@@ -229,17 +258,12 @@ class CtxtrimSession:
 
     @property
     def store(self) -> ContextStore:
-        """The store (a database session's is opened by the first call)."""
-        if self._store is None:
-            raise RuntimeError("the store opens on the first call of this session")
+        """The store the history is in."""
         return self._store
 
     async def _open(self) -> ContextStore:
         if self._closed:
             raise RuntimeError("CtxtrimSession is closed")
-        if self._store is None:
-            assert self._db_path is not None
-            self._store = await SQLiteContextStore.open(self._db_path, self.session_id)
         return self._store
 
     async def get_items(self, limit: int | None = None) -> list[dict[str, Any]]:
@@ -295,7 +319,7 @@ class CtxtrimSession:
                 raise InvalidArgument(f"start must be an int >= 0, got {start!r}")
             if start >= len(items):
                 return False  # nothing to replace (as SQLiteSession's)
-            new_tail = [item_to_message(it) for it in output]  # a bad item changes nothing
+            new_tail = items_to_messages(output)  # a bad item changes nothing
             at, within = owner[start]
             kept, replaced = messages[:at], messages[at:]
             if within:
@@ -323,7 +347,7 @@ class CtxtrimSession:
     async def add_items(self, items: list[Any]) -> None:
         """Append the items atomically (all are converted first; a bad one changes nothing)."""
         store = await self._open()
-        messages = [item_to_message(it) for it in items]
+        messages = items_to_messages(items)
         if messages:
             await store.append_many(messages)
 
@@ -352,16 +376,209 @@ class CtxtrimSession:
 
     def close(self) -> None:
         """Close the session (synchronous, as ``SQLiteSession.close``); later calls raise
-        ``RuntimeError``. A store this session opened is closed before ``close`` returns,
-        also inside a running event loop; a store you passed in stays yours."""
-        if self._closed:
-            return
+        ``RuntimeError``. The store stays open: it is yours."""
         self._closed = True
-        store = self._store
-        if self._owned and store is not None:
-            # The session opens only SQLite stores itself (CtxtrimSession(id, db_path)).
-            assert isinstance(store, SQLiteContextStore)
-            store.close_blocking()
+
+
+def _call_id(item: Any, kind: str) -> Any:
+    """The ``call_id`` of ``item`` if it is a ``kind`` item (a JSON object), else None."""
+    if type(item) is dict and item.get("type") == kind:
+        return item.get("call_id")
+    return None
+
+
+def _first_pair_safe(items: Sequence[Any]) -> int:
+    """The first cut ``c`` (``len(items)`` if none) such that every ``function_call_output``
+    in ``items[c:]`` answers a ``function_call`` in ``items[c:]``: on the newest items of a
+    history, the first place it can start without an orphaned output or a split call."""
+    first = len(items)
+    pending: set[Any] = set()
+    for c in range(len(items) - 1, -1, -1):
+        item = items[c]
+        output = _call_id(item, "function_call_output")
+        if output is not None:
+            pending.add(output)
+        else:
+            pending.discard(_call_id(item, "function_call"))
+        if not pending:
+            first = c
+    return first
+
+
+def _pair_safe_prune(items: Sequence[Any], drop: int) -> int:
+    """The largest ``d <= drop`` such that no ``function_call_output`` in ``items[d:]``
+    answers a ``function_call`` in ``items[:d]``."""
+    calls: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        call = _call_id(item, "function_call")
+        if call is not None and i < drop:
+            calls[call] = i
+        output = _call_id(item, "function_call_output")
+        if output in calls and i >= drop:
+            drop = min(drop, calls[output])
+    return drop
+
+
+class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]  # both bases declare session_settings and the Session methods; SQLiteSession's come first
+    """openai-agents' ``SQLiteSession`` — the same constructor, file, tables and rows, so a
+    database either class wrote the other reads — with ctxtrim's guarantees:
+
+    - ``get_items(limit)`` never starts with a ``function_call_output`` whose call it left
+      out, nor splits parallel calls from their outputs: the read (``SQLiteSession``'s own,
+      the newest ``limit`` rows) starts at its first pair-safe item.
+    - ``add_items`` checks every item first: one that is not an input item (not a JSON
+      object) raises :class:`ctxtrim.InvalidMessage` naming it, and nothing is stored.
+    - ``_get_compaction_snapshot`` (the hook ``OpenAIResponsesCompactionSession`` compacts
+      through) starts the suffix at a pair-safe item too, refuses (returns False, nothing
+      changed) a replacement that would drop the output of a call it keeps, and prunes
+      expired items only up to a cut that keeps every kept output's call. Otherwise it is
+      ``SQLiteSession``'s: one ``BEGIN IMMEDIATE`` transaction that replaces the suffix only
+      if it is still the newest rows.
+
+    Connections, locks, ``pop_item``, ``clear_session`` and ``close`` are
+    ``SQLiteSession``'s own. Made by ``CtxtrimSession(session_id, db_path)``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        db_path: str | Path = ":memory:",
+        sessions_table: str = "agent_sessions",
+        messages_table: str = "agent_messages",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            session_id, db_path, sessions_table, messages_table, session_settings=session_settings
+        )
+
+    @property
+    def store(self) -> ContextStore:
+        """Not a ctxtrim store: this session keeps ``SQLiteSession``'s tables."""
+        raise AttributeError(
+            "a CtxtrimSQLiteSession keeps SQLiteSession's tables, not a ctxtrim store; "
+            "for one, use CtxtrimSession(await SQLiteContextStore.open(path, session_id))"
+        )
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """``SQLiteSession.get_items``, started at the first pair-safe item when bounded."""
+        items = await super().get_items(limit)
+        resolved = resolve_session_limit(limit, self.session_settings)
+        if resolved is None or resolved <= 0:
+            return items  # everything (or nothing): no cut to move
+        return items[_first_pair_safe(items) :]
+
+    async def add_items(self, items: list[Any]) -> None:
+        """``SQLiteSession.add_items`` after checking every item (a bad one stores nothing)."""
+        self._check_not_closed()
+        items_to_messages(items)  # each item checked, before anything is written
+        plain = [_plain(it) for it in items]
+        await super().add_items(cast(Any, plain))  # plain dicts: the items' runtime form
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> _CompactionSnapshot | None:
+        """The newest items, at most ``limit``, from the first pair-safe one; ``complete``
+        when they are the whole history; and ``replace_suffix(start, output)`` (see the
+        class docs). None if a row read is not JSON, as ``SQLiteSession``'s."""
+        if type(limit) is not int or limit < 1:
+            raise InvalidArgument(f"limit must be an int >= 1, got {limit!r}")
+        table, sid = self.messages_table, self.session_id
+
+        def read_rows() -> tuple[list[Any], bool]:
+            with self._locked_connection() as conn:
+                rows = conn.execute(
+                    f"SELECT id, message_data FROM {table} "
+                    "WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                    (sid, limit),
+                ).fetchall()[::-1]
+                older = (
+                    bool(rows)
+                    and conn.execute(
+                        f"SELECT 1 FROM {table} WHERE session_id = ? AND id < ? LIMIT 1",
+                        (sid, rows[0][0]),
+                    ).fetchone()
+                    is not None
+                )
+                return rows, older
+
+        rows, older = await asyncio.to_thread(read_rows)
+        try:
+            items = [json.loads(data) for _, data in rows]
+        except (json.JSONDecodeError, TypeError):
+            return None
+        first = _first_pair_safe(items)
+        rows, items = rows[first:], items[first:]
+
+        def prune(conn: sqlite3.Connection, before: int) -> None:
+            """Delete the expired oldest rows (ids below ``before``), pair-safely."""
+            assert prune_prefix is not None
+            ids: list[int] = []
+            read: list[Any] = []  # the items of the rows read, oldest first (None: not JSON)
+            expired = 0  # how many of them are expired: a run from the oldest
+            while True:
+                chunk = conn.execute(
+                    f"SELECT id, message_data FROM {table} "
+                    "WHERE session_id = ? AND id > ? AND id < ? ORDER BY id LIMIT ?",
+                    (sid, ids[-1] if ids else -1, before, limit),
+                ).fetchall()
+                for row_id, data in chunk:
+                    try:
+                        item = json.loads(data)
+                    except (json.JSONDecodeError, TypeError):
+                        item = None
+                    if expired == len(read) and item is not None and prune_prefix(item):
+                        expired += 1
+                    ids.append(row_id)
+                    read.append(item)
+                if len(chunk) < limit:
+                    break
+                # Read on while the expired run goes on, or while a call it would drop may
+                # be answered further on (not in the snapshot: that starts pair-safe).
+                dropped = {_call_id(it, "function_call") for it in read[:expired]}
+                answered = {_call_id(it, "function_call_output") for it in read}
+                if expired < len(read) and dropped - {None} <= answered:
+                    break
+            drop = _pair_safe_prune(read, expired)
+            if drop:
+                conn.execute(
+                    f"DELETE FROM {table} WHERE session_id = ? AND id <= ?", (sid, ids[drop - 1])
+                )
+
+        async def replace_suffix(start: int, output: list[Any]) -> bool:
+            if type(start) is not int or start < 0:
+                raise InvalidArgument(f"start must be an int >= 0, got {start!r}")
+            expected = rows[start:]
+            if not expected:
+                return False  # nothing to replace (as SQLiteSession's)
+            items_to_messages(output)  # a bad item changes nothing
+            plain = [_plain(it) for it in output]
+            if _pair_safe_prune(items, start) < start:
+                return False  # the suffix holds the output of a call that stays
+
+            def replace_sync() -> bool:
+                with self._write_connection() as conn:
+                    conn.execute("BEGIN IMMEDIATE")
+                    current = conn.execute(
+                        f"SELECT id, message_data FROM {table} "
+                        "WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                        (sid, len(expected)),
+                    ).fetchall()[::-1]
+                    if current != expected:
+                        conn.rollback()
+                        return False
+                    if prune_prefix is not None:
+                        prune(conn, expected[0][0])
+                    conn.execute(
+                        f"DELETE FROM {table} WHERE session_id = ? AND id >= ?",
+                        (sid, expected[0][0]),
+                    )
+                    self._insert_items(conn, cast(Any, plain))
+                    conn.commit()
+                    return True
+
+            return await _await_mutation(asyncio.to_thread(replace_sync))
+
+        return _CompactionSnapshot(items, first == 0 and not older, replace_suffix)
 
 
 def trim_input(

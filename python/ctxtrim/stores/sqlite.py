@@ -451,13 +451,6 @@ class _Database:
             await loop.run_in_executor(self._executor, self._close_conn)
             self._executor.shutdown(wait=False)
 
-    def release_blocking(self) -> None:
-        """:meth:`release` for a caller that cannot await (a synchronous ``close()``): it
-        waits for the worker, as closing an sqlite3 connection does."""
-        if self._last_ref():
-            self._executor.submit(self._close_conn).result()
-            self._executor.shutdown(wait=False)
-
 
 #: A queued call: ``(fn, args, loop, future)``; and its outcome ``(loop, future, ok, value)``.
 _Job = tuple[Callable[..., Any], tuple[Any, ...], asyncio.AbstractEventLoop, "asyncio.Future[Any]"]
@@ -1011,13 +1004,6 @@ class SQLiteContextStore(ContextStore):
             self._closed = True
             self._log_cache.release()
             await self._db.release()
-
-    def close_blocking(self) -> None:
-        """:meth:`close` for synchronous code (a framework's synchronous ``close()``), also
-        inside a running event loop: returns once the connection is released; idempotent."""
-        if not self._closed:
-            self._closed = True
-            self._db.release_blocking()
 
     @classmethod
     async def from_history(cls, history: Sequence[Message]) -> SQLiteContextStore:
