@@ -93,6 +93,41 @@ async def test_load_log_reads_only_what_was_appended_since(
         await backend.cleanup()
 
 
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_get_history_reads_through_the_cached_log(
+    factory: Callable[[Path], Backend], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole ``get_history()`` (what openai-agents' runner asks a session for each turn)
+    fills the cached log, so the next one reads only the rows appended since; a bounded
+    one reads its rows alone while nothing is cached, and from the cache once it is."""
+    backend = factory(tmp_path)
+    try:
+        async with opened(backend) as store, opened(backend, store.session_id) as other:
+            history = agent_session(20)
+            await store.append_many(history)
+            decoded = _counting_decodes(store, monkeypatch)
+            assert await store.get_history(5) == history[-5:]
+            assert len(decoded) == 5  # cold: the bounded read, its rows alone
+            del decoded[:]
+            assert await store.get_history() == history
+            assert len(decoded) == len(history)
+            more = agent_session(2)[1:]
+            await other.append_many(more)
+            history += more
+            del decoded[:]
+            assert await store.get_history() == history
+            assert await store.get_history(7) == history[-7:]
+            assert await store.get_history(10**6) == history
+            assert len(decoded) == len(more)  # the other handle's rows, read once
+            # A rewrite by the other handle is seen by the next read, bounded or not.
+            snap = await other.snapshot()
+            await other.replace_prefix(len(history), [Message.user("summary")], snap.generation)
+            assert await store.get_history(3) == [Message.user("summary")]
+            assert await store.get_history() == [Message.user("summary")]
+    finally:
+        await backend.cleanup()
+
+
 @pytest.fixture
 def small_log_caches() -> Iterator[LogCaches]:
     """The process's bound on cached logs, set low for one test and restored after."""

@@ -346,6 +346,11 @@ class LogCache:
         #: ``(generation, mark)`` of the last log returned (kept when the log is released).
         self._read_at: tuple[int, int] | None = None
 
+    @property
+    def warm(self) -> bool:
+        """Whether a log is cached (a load reads only what was appended since)."""
+        return self._log is not None
+
     def start(self) -> tuple[int | None, int | None]:
         """``(generation, mark)`` to read from: what the cached log holds."""
         return (self._generation, self._mark) if self._log is not None else (None, None)
@@ -423,6 +428,22 @@ class LogCache:
 
 
 LogRead = tuple[int, int | None, list[Message], list[int], int, int]
+
+
+async def history_through(
+    cache: LogCache,
+    limit: int | None,
+    load_log: Callable[[], Awaitable[_core.MessageLog]],
+) -> list[Message] | None:
+    """``get_history(limit)`` from the cached log, or None when the caller reads the rows.
+
+    A whole history is read into the cache (one read of every row, as a direct read would
+    make, and later reads take only the rows appended since); a bounded read uses the cache
+    only when it is already there (a read through a cold cache would read every row where
+    the bounded read reads ``limit``)."""
+    if limit is None or cache.warm:
+        return (await load_log()).tail(limit)
+    return None
 
 
 async def load_cached(

@@ -78,6 +78,7 @@ from ctxtrim.stores._common import (
     check_tokens,
     decode_payload,
     encode_payload,
+    history_through,
     load_cached,
     payload_checksum,
     preview,
@@ -762,8 +763,11 @@ class PostgresContextStore(ContextStore):
         limit = check_limit(limit)
         if limit == 0:
             return []
+        cached = await history_through(self._log_cache, limit, self.load_log)
+        if cached is not None:
+            return cached
         async with self._conn() as conn:
-            # Newest first so that a limit keeps the newest; `LIMIT NULL` is no limit.
+            # Newest first so that a limit keeps the newest.
             cur = await conn.execute(
                 self._sql(
                     "SELECT seq, tokens, checksum, payload FROM ctxtrim_messages"

@@ -61,6 +61,7 @@ from ctxtrim.stores._common import (
     check_tokens,
     decode_payload,
     encode_payload,
+    history_through,
     load_cached,
     payload_checksum,
     preview,
@@ -588,8 +589,10 @@ class RedisContextStore(ContextStore):
         limit = check_limit(limit)
         if limit == 0:
             return []
-        if limit is None:
-            return self._decode(await _call(self._r.lrange(self._keys[1], 0, -1)))[0]
+        cached = await history_through(self._log_cache, limit, self.load_log)
+        if cached is not None:
+            return cached
+        assert limit is not None  # whole histories are read through the cache
         async with self._r.pipeline(transaction=True) as pipe:
             pipe.lrange(self._keys[1], -limit, -1)
             pipe.llen(self._keys[1])

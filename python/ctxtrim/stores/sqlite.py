@@ -73,6 +73,7 @@ from ctxtrim.stores._common import (
     check_tokens,
     decode_payload,
     encode_payload,
+    history_through,
     load_cached,
     preview,
     token_counts,
@@ -939,7 +940,8 @@ class SQLiteContextStore(ContextStore):
         limit = check_limit(limit)
         if limit == 0:
             return []
-        return (await self._load(limit))[1]
+        cached = await history_through(self._log_cache, limit, self.load_log)
+        return cached if cached is not None else (await self._load(limit))[1]
 
     async def snapshot(self) -> HistorySnapshot:
         generation, messages, _ = await self._load(None)
