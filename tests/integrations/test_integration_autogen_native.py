@@ -326,3 +326,39 @@ def test_the_reader_names_wrong_kinds() -> None:
         _core.autogen_skeletons((SystemMessage, UserMessage), [], 0, 0)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         _core.autogen_skeletons((1, 2, 3, 4, 5, 6), [], 0, 0)  # type: ignore[arg-type]
+
+
+def test_buffered_reads_only_its_window_and_converts_each_message_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Buffered's first view over a long history converts the window it reads, not the
+    history; a message added through ``add_message`` is converted there (in one batch by
+    the core), so the next view converts nothing; the cache of skeletons stays bounded."""
+    converted: list[int] = []
+    real = ours.to_skeleton
+
+    def counted(m: LLMMessage, i: int = 0) -> Message:
+        converted.append(i)
+        return real(m, i)
+
+    monkeypatch.setattr(ours, "to_skeleton", counted)
+    history: list[LLMMessage] = [SystemMessage(content="sys"), UserMessage(content="t", source="u")]
+    for i in range(10_000):
+        history += _round(i)
+
+    async def main() -> None:
+        ctx = ours.BufferedChatCompletionContext(200, initial_messages=list(history))
+        first = await ctx.get_messages()
+        assert first[0] == history[0] and len(first) <= 1 + 200 + 3  # the system prompt kept
+        assert 0 < len(converted) < 400  # the window and a margin, not 30,002
+        # Read from the end, and the head (its leading system messages, then one more).
+        assert all(i < 2 or i > len(history) - 400 for i in converted)
+        for i in range(10_000, 12_000):
+            converted.clear()
+            for m in _round(i):
+                await ctx.add_message(m)
+            view = await ctx.get_messages()
+            assert view[-3:] == ctx._messages[-3:] and not converted
+        assert len(ctx._skeletons._cache) <= 4096 + 3 * 2_000
+
+    asyncio.run(main())

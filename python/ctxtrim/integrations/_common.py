@@ -13,7 +13,7 @@ drop-in:
   list, often: LangGraph's reducer, the openai-agents runner). Skeletons are cached by the
   identity of the framework object, and the cache entry holds the object itself, so an id
   is never reused while its entry lives and an edited or replaced message simply misses
-  the cache. :func:`budget_window` hands the list to the core, which reads it from its two
+  the cache. :func:`ends_window` hands the list to the core, which reads it from its two
   ends as it reads a list of ctxtrim messages (``_core.cut_window`` with ``convert``), so
   a call costs O(window) however long the history, and a message is converted (and
   counted) only when it is first read.
@@ -38,7 +38,7 @@ __all__ = [
     "Counts",
     "Mirror",
     "Skeletons",
-    "budget_window",
+    "ends_window",
     "missing_extra",
     "shrink_until",
 ]
@@ -115,7 +115,7 @@ class Skeletons(Generic[T]):
         # Without the cache (``cached=False``, for a Mirror that keeps the skeletons of the
         # list it mirrors) every call converts, and ``reset`` forgets the counts' bindings.
         self._cached = cached
-        #: What :func:`budget_window` read of the list it was last given (its head and its
+        #: What :func:`ends_window` read of the list it was last given (its head and its
         #: end, each item with its facts): the next call on that list, grown by a round,
         #: reads only the new items and checks the others by identity.
         self.tail = _core.Tail()
@@ -154,6 +154,17 @@ class Skeletons(Generic[T]):
                     self.counts.bind(sk, obj)
             out.append(hit[1])
         return out
+
+    def remember(self, objs: Sequence[T], start: int) -> None:
+        """Convert ``objs``, the items from index ``start`` on, now and cache them: in one
+        batch with ``convert_many`` (a context converting each message as it is added)."""
+        if self._convert_many is None:
+            self.of(objs, start)
+            return
+        fresh = self._convert_many(objs, start)
+        self._cache.update(zip(map(id, objs), zip(objs, fresh, strict=True), strict=True))
+        if self.counts is not None:
+            self.counts.bind_many(fresh, objs)
 
     def one(self, obj: T, i: int) -> Message:
         """The skeleton of ``obj``, the item at index ``i`` (converted on first sight)."""
@@ -215,16 +226,18 @@ def closed_from(skeletons: Sequence[Message], start: int) -> list[bool]:
     return out
 
 
-def budget_window(
+def ends_window(
     objs: Sequence[T],
     skeletons: Skeletons[T],
-    budget: int,
+    rule: Literal["budget", "turns", "rounds", "messages"],
+    value: int,
     *,
     pin_task: bool,
     start_with_user: bool = False,
     counter: Any = None,
 ) -> tuple[Ranges, bool, bool]:
-    """``(ranges, unchanged, over_budget)`` of the core's budget rule on ``objs``.
+    """``(ranges, unchanged, over_budget)`` of the core's cut ``rule`` (with its budget or
+    count, ``value``) on ``objs``, read from the list's two ends.
 
     The core reads the list from its two ends, as far back as the decision needs (the
     reader that serves lists of ctxtrim messages), converting an item only when it reads it
@@ -235,8 +248,8 @@ def budget_window(
     counter = skeletons.counts if counter is None else counter
     ranges, unchanged, over = _core.cut_window(
         objs,
-        "budget",
-        budget,
+        rule,
+        value,
         pin_task=pin_task,
         start_with_user=start_with_user,
         counter=counter,

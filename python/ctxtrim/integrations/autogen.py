@@ -40,7 +40,14 @@ from typing import Any, ClassVar
 
 from ctxtrim import _core
 from ctxtrim._core import MessageLog
-from ctxtrim.integrations._common import Counts, Mirror, Skeletons, missing_extra, take
+from ctxtrim.integrations._common import (
+    Counts,
+    Mirror,
+    Skeletons,
+    ends_window,
+    missing_extra,
+    take,
+)
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 try:
@@ -271,10 +278,18 @@ class BufferedChatCompletionContextConfig(BaseModel):
 class BufferedChatCompletionContext(
     _PairSafeContext, Component[BufferedChatCompletionContextConfig]
 ):
-    """About the last ``buffer_size`` messages, cut at the nearest pair-safe point."""
+    """About the last ``buffer_size`` messages, cut at the nearest pair-safe point.
+
+    Whether a cut is pair-safe depends only on the messages after it, so a view reads the
+    list from its two ends (the leading system messages, and the last ``buffer_size`` and
+    a margin): the core keeps what it read (a :class:`ctxtrim._core.Tail`) and the next view
+    reads only the messages added since, checking the others by identity. Nothing is
+    mirrored: a first view over a long history reads its window alone.
+    """
 
     component_config_schema = BufferedChatCompletionContextConfig
     _autogen_name = "BufferedChatCompletionContext"
+    _mirrors = False
     component_provider_override = "ctxtrim.integrations.autogen.BufferedChatCompletionContext"
 
     def __init__(self, buffer_size: int, initial_messages: list[LLMMessage] | None = None) -> None:
@@ -282,14 +297,33 @@ class BufferedChatCompletionContext(
         if buffer_size <= 0:
             raise ValueError("buffer_size must be greater than 0.")
         self._buffer_size = buffer_size
+        self._skeletons = self._new_skeletons()
+
+    @staticmethod
+    def _new_skeletons() -> Skeletons[LLMMessage]:
+        # Cached by message object (bounded to what the views read), so a view finds the
+        # messages add_message converted, and converts the others when it reads them.
+        return Skeletons(to_skeleton, convert_many=_to_indexed_skeletons)
+
+    async def add_message(self, message: LLMMessage) -> None:
+        """autogen's ``add_message``; the message is converted now (once), so a view only
+        looks it up."""
+        await super().add_message(message)
+        self._skeletons.remember([message], len(self._messages) - 1)
+
+    async def clear(self) -> None:
+        await super().clear()
+        self._skeletons = self._new_skeletons()
+
+    async def load_state(self, state: Any) -> None:
+        await super().load_state(state)
+        self._skeletons = self._new_skeletons()
 
     async def get_messages(self) -> list[LLMMessage]:
         msgs = self._messages
-        window = self._mirror.window(
-            msgs, "messages", self._buffer_size, pin_task=False, start_with_user=False
+        ranges, unchanged, _ = ends_window(
+            msgs, self._skeletons, "messages", self._buffer_size, pin_task=False
         )
-        assert window is not None  # an eager mirror always mirrors
-        ranges, unchanged, _ = window
         view = list(msgs) if unchanged else take(msgs, ranges)
         return _drop_leading_orphans(view)
 

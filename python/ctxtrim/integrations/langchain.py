@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, overload
 
 from ctxtrim._core import MessageLog
-from ctxtrim.integrations._common import Counts, Skeletons, budget_window, missing_extra
+from ctxtrim.integrations._common import Counts, Skeletons, ends_window, missing_extra
 from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
 
 try:
@@ -557,7 +557,7 @@ def _fast_last(
             budget -= one(first)
             if budget < 0:
                 return None
-        ranges, unchanged, over = budget_window(msgs, skeletons, budget, pin_task=False)
+        ranges, unchanged, over = ends_window(msgs, skeletons, "budget", budget, pin_task=False)
     except TypeError:
         return None
     if unchanged:

@@ -50,8 +50,8 @@ from ctxtrim.formats.openai_responses import (
 from ctxtrim.integrations._common import (
     Mirror,
     Skeletons,
-    budget_window,
     closed_from,
+    ends_window,
     missing_extra,
     take,
 )
@@ -620,9 +620,10 @@ def trim_input(
                 convert_extra=skeletons.one,
             )
         if window is None:
-            window = budget_window(
+            window = ends_window(
                 combined,
                 skeletons,
+                "budget",
                 strategy.budget,
                 pin_task=pin_task,
                 start_with_user=strategy.start_with_user,

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxtrim.integrations._common import Mirror, Skeletons, budget_window, missing_extra, take
+from ctxtrim.integrations._common import Mirror, Skeletons, ends_window, missing_extra, take
 from ctxtrim.messages import Block, Message, TextBlock, ToolResultBlock, ToolUseBlock
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
@@ -141,9 +141,10 @@ class TrimHistory:
                 start_with_user=strategy.start_with_user,
             )
         if window is None:
-            window = budget_window(
+            window = ends_window(
                 messages,
                 self._skeletons,
+                "budget",
                 strategy.budget,
                 pin_task=strategy.pin_task,
                 start_with_user=strategy.start_with_user,
