@@ -259,6 +259,28 @@ async def test_pruning_the_expired_prefix_keeps_every_kept_output_s_call(
     assert await session.get_items() == [fc("c1"), fo("c1"), SUMMARY]
 
 
+async def test_pruning_never_separates_parallel_calls_from_their_outputs(
+    session: CtxtrimSession,
+) -> None:
+    """Two parallel calls and their outputs, interleaved: whichever of them expired, no
+    prefix short of the whole group can go without orphaning an output."""
+    group = [fc("a"), fc("b"), fo("a"), fo("b")]
+    history = [*group, user("live"), assistant("answer")]
+    await session.add_items(history)
+    for expired in (1, 2, 3):
+
+        def is_expired(item: Any, k: int = expired) -> bool:
+            return item in history[:k]
+
+        snapshot = await session._get_compaction_snapshot(1, prune_prefix=is_expired)
+        assert snapshot is not None and snapshot.items == [assistant("answer")]
+        assert await snapshot.replace_suffix(0, [assistant("answer")]) is True
+        assert await session.get_items() == history  # nothing pruned
+    snapshot = await session._get_compaction_snapshot(1, prune_prefix=lambda it: it in group)
+    assert snapshot is not None and await snapshot.replace_suffix(0, [SUMMARY]) is True
+    assert await session.get_items() == [user("live"), SUMMARY]
+
+
 async def test_a_message_of_several_items_is_split_where_the_suffix_starts(
     store: ContextStore,
 ) -> None:

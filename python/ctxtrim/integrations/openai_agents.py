@@ -36,7 +36,7 @@ import asyncio
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast, overload
 
@@ -177,29 +177,31 @@ def _expired_prefix(messages: Sequence[Message], end: int, expired: Callable[[An
     return end
 
 
-def _pair_safe_drop(kept: Sequence[Message], drop: int) -> int:
-    """The largest ``d <= drop`` such that no tool result in ``kept[d:]`` answers a call in
-    ``kept[:d]`` (dropping the oldest ``d`` messages orphans no kept result)."""
-    if drop == 0:
-        return 0
+def _last_safe_cut(pairs: Iterable[tuple[int, int]], drop: int) -> int:
+    """The largest cut ``d <= drop`` that no ``(call, output)`` index pair straddles
+    (``call < d <= output``): dropping the ``d`` oldest orphans no kept output."""
+    bad = [0] * (drop + 2)  # a difference array over the cuts 0..drop
+    for call, output in pairs:
+        if call < drop:
+            bad[call + 1] += 1
+            bad[min(output, drop) + 1] -= 1
+    running, last = 0, 0
+    for c in range(drop + 1):
+        running += bad[c]
+        if running == 0:
+            last = c
+    return last
+
+
+def _message_pairs(messages: Sequence[Message]) -> Iterator[tuple[int, int]]:
+    """``(call, result)`` message indices of each tool result whose call comes before it."""
     where: dict[str, int] = {}
-    bad = [0] * (len(kept) + 2)  # cuts c with call < c <= result are unsafe (a difference array)
-    for i, m in enumerate(kept):
+    for i, m in enumerate(messages):
         for b in m.content:
             if type(b) is ToolUseBlock:
                 where[b.id] = i
-            elif type(b) is ToolResultBlock and b.tool_use_id in where:
-                call = where[b.tool_use_id]
-                if call < i:
-                    bad[call + 1] += 1
-                    bad[i + 1] -= 1
-    unsafe, running = [], 0
-    for c in range(drop + 1):
-        running += bad[c]
-        unsafe.append(running > 0)
-    while drop > 0 and unsafe[drop]:
-        drop -= 1
-    return drop
+            elif type(b) is ToolResultBlock and where.get(b.tool_use_id, i) < i:
+                yield where[b.tool_use_id], i
 
 
 class CtxtrimSession:
@@ -332,7 +334,7 @@ class CtxtrimSession:
             drop = 0
             if prune_prefix is not None:
                 drop = _expired_prefix(messages, at, prune_prefix)
-                drop = _pair_safe_drop(kept, drop)
+                drop = _last_safe_cut(_message_pairs(kept), drop)
             try:
                 await (await self._open()).replace_prefix(
                     n, [*kept[drop:], *new_tail], generation, expected_length=n
@@ -405,18 +407,16 @@ def _first_pair_safe(items: Sequence[Any]) -> int:
     return first
 
 
-def _pair_safe_prune(items: Sequence[Any], drop: int) -> int:
-    """The largest ``d <= drop`` such that no ``function_call_output`` in ``items[d:]``
-    answers a ``function_call`` in ``items[:d]``."""
-    calls: dict[Any, int] = {}
+def _item_pairs(items: Sequence[Any]) -> Iterator[tuple[int, int]]:
+    """``(call, output)`` indices of each ``function_call_output`` whose call comes before."""
+    where: dict[Any, int] = {}
     for i, item in enumerate(items):
         call = _call_id(item, "function_call")
-        if call is not None and i < drop:
-            calls[call] = i
+        if call is not None:
+            where[call] = i
         output = _call_id(item, "function_call_output")
-        if output in calls and i >= drop:
-            drop = min(drop, calls[output])
-    return drop
+        if output is not None and where.get(output, i) < i:
+            yield where[output], i
 
 
 class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]  # both bases declare session_settings and the Session methods; SQLiteSession's come first
@@ -538,7 +538,7 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
                 answered = {_call_id(it, "function_call_output") for it in read}
                 if expired < len(read) and dropped - {None} <= answered:
                     break
-            drop = _pair_safe_prune(read, expired)
+            drop = _last_safe_cut(_item_pairs(read), expired)
             if drop:
                 conn.execute(
                     f"DELETE FROM {table} WHERE session_id = ? AND id <= ?", (sid, ids[drop - 1])
@@ -552,7 +552,7 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
                 return False  # nothing to replace (as SQLiteSession's)
             items_to_messages(output)  # a bad item changes nothing
             plain = [_plain(it) for it in output]
-            if _pair_safe_prune(items, start) < start:
+            if _last_safe_cut(_item_pairs(items), start) < start:
                 return False  # the suffix holds the output of a call that stays
 
             def replace_sync() -> bool:
