@@ -9,6 +9,8 @@ from ctxtrim import MemoryContextStore, Message, MessageLog
 
 THREADS = 8
 PER_THREAD = 1500
+#: The most the racing appender appends (it races the compactions well before that).
+APPENDS_MAX = 50_000
 
 
 def test_eight_threads_append_and_snapshot() -> None:
@@ -57,8 +59,11 @@ def test_compaction_racing_appenders_loses_no_append() -> None:
     appended: list[str] = []
 
     def appender() -> None:
+        # Bounded: on a slow machine an unbounded appender grew the log by millions of
+        # messages while the compactions ran (each one O(n), so slower the longer it grew),
+        # up to an out-of-memory kill.
         i = 0
-        while not stop.is_set() or i < 200:
+        while (not stop.is_set() or i < 200) and i < APPENDS_MAX:
             text = f"new {i}"
             log.append(Message.user(text))
             appended.append(text)

@@ -184,7 +184,8 @@ class _PairSafeContext(ChatCompletionContext):
 
     #: Whether the view is decided on a MessageLog of the skeletons (O(log n) a view).
     _with_log: ClassVar[bool] = True
-    #: Whether the view reads skeletons at all (Unbounded's does not).
+    #: Whether the context mirrors its list (Unbounded's views read no skeletons, and
+    #: Buffered's read the list from its ends: neither uses the mirror).
     _mirrors: ClassVar[bool] = True
 
     def __init__(self, initial_messages: list[LLMMessage] | None = None) -> None:
