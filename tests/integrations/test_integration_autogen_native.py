@@ -197,6 +197,19 @@ def test_native_skeletons_are_to_skeletons(
         same_reading([message], start + j, facts)
 
 
+def _count_conversions(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The indices ``to_skeleton`` (the Python conversion) is called with from now on."""
+    calls: list[int] = []
+    real = ours.to_skeleton
+
+    def counting(message: LLMMessage, i: int = 0) -> Message:
+        calls.append(i)
+        return real(message, i)
+
+    monkeypatch.setattr(ours, "to_skeleton", counting)
+    return calls
+
+
 def _round(i: int) -> list[LLMMessage]:
     cid = f"call_{i}"
     return [
@@ -225,14 +238,8 @@ def test_the_core_reads_the_shapes_autogen_builds(monkeypatch: pytest.MonkeyPatc
     ]
     for i in range(50):
         history += _round(i)
-    calls: list[int] = []
     real = ours.to_skeleton
-
-    def counting(message: LLMMessage, i: int = 0) -> Any:
-        calls.append(i)
-        return real(message, i)
-
-    monkeypatch.setattr(ours, "to_skeleton", counting)
+    calls = _count_conversions(monkeypatch)
     want = [real(m, j) for j, m in enumerate(history)]
     assert [shape(m) for m in ours.to_skeletons(history)] == [shape(m) for m in want]
     assert calls == []
@@ -334,14 +341,7 @@ def test_buffered_reads_only_its_window_and_converts_each_message_once(
     """Buffered's first view over a long history converts the window it reads, not the
     history; a message added through ``add_message`` is converted there (in one batch by
     the core), so the next view converts nothing; the cache of skeletons stays bounded."""
-    converted: list[int] = []
-    real = ours.to_skeleton
-
-    def counted(m: LLMMessage, i: int = 0) -> Message:
-        converted.append(i)
-        return real(m, i)
-
-    monkeypatch.setattr(ours, "to_skeleton", counted)
+    converted = _count_conversions(monkeypatch)
     history: list[LLMMessage] = [SystemMessage(content="sys"), UserMessage(content="t", source="u")]
     for i in range(10_000):
         history += _round(i)

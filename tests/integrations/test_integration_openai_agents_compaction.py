@@ -273,8 +273,9 @@ async def test_pruning_never_separates_parallel_calls_from_their_outputs(
             return item in history[:k]
 
         snapshot = await session._get_compaction_snapshot(1, prune_prefix=is_expired)
-        assert snapshot is not None and snapshot.items == [assistant("answer")]
-        assert await snapshot.replace_suffix(0, [assistant("answer")]) is True
+        answer: Any = assistant("answer")  # a plain dict: the items' wire form
+        assert snapshot is not None and snapshot.items == [answer]
+        assert await snapshot.replace_suffix(0, [answer]) is True
         assert await session.get_items() == history  # nothing pruned
     snapshot = await session._get_compaction_snapshot(1, prune_prefix=lambda it: it in group)
     assert snapshot is not None and await snapshot.replace_suffix(0, [SUMMARY]) is True
