@@ -1,10 +1,15 @@
-"""openai-agents sessions on ctxtrim stores, and a pair-safe ``session_input_callback``.
+"""openai-agents sessions: ``SQLiteSession`` made pair-safe, sessions on ctxtrim stores, and
+a pair-safe ``session_input_callback``.
 
 Swap the session, keep the runner call::
 
+    session = CtxtrimSession("user-42", "chats.db")  # SQLiteSession's file and tables
     session = CtxtrimSession(await SQLiteContextStore.open("chats.db", "user-42"))
     await Runner.run(agent, "next question", session=session)
 
+``CtxtrimSession(session_id, db_path)``, ``SQLiteSession``'s constructor, makes a
+:class:`CtxtrimSQLiteSession`: ``SQLiteSession`` itself (its file, tables, rows, connections
+and locks) with pair-safe reads and compaction and checked items.
 :class:`CtxtrimSession` implements the openai-agents ``Session`` protocol (``session_id``,
 ``session_settings``, ``get_items(limit)``, ``add_items``, ``pop_item``, ``clear_session``)
 on any :class:`ctxtrim.ContextStore` — memory, SQLite, Redis, PostgreSQL. Items are
@@ -21,8 +26,10 @@ openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
 tests/integrations/test_integration_openai_agents.py shows).
 ``OpenAIResponsesCompactionSession`` (and ``EncryptedSession`` over it) compacts a bounded
 suffix atomically through ``_get_compaction_snapshot``, the private hook ``SQLiteSession``
-has: the replacement is one ``replace_prefix`` with the generation and length read, so a
-write by anyone since refuses it, and it never separates a call from its output
+has: on a store the replacement is one ``replace_prefix`` with the generation and length
+read, on ``SQLiteSession``'s tables one transaction that checks the suffix is still the
+newest rows, so a write by anyone since refuses it; and it never separates a call from its
+output
 (tests/integrations/test_integration_openai_agents_compaction.py).
 :func:`trim_input` builds a ``session_input_callback`` that keeps the history within a
 token budget, pair-safely — the runner prunes orphan outputs only when ``limit`` is used
