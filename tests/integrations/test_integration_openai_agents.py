@@ -160,7 +160,7 @@ def test_runner_input_through_the_callback_has_no_orphan(closing: Closing) -> No
         assert pair_problems(prepared, PEER_ITEMS) == ["orphan output c1"]  # type: ignore[arg-type]  # plain dicts are the items' wire form; theirs
 
         big = [user("task"), fc("c1"), fo("c1", "x " * 400), fc("c2"), fo("c2", "y " * 400)]
-        ours = CtxtrimSession(session_id="s1")
+        ours = closing(CtxtrimSession(session_id="s1"))
         await ours.add_items(big)
         for budget in (50, 300, 600, 5000):
             prepared, _ = await prepare_input_with_session("next", ours, trim_input(budget))  # type: ignore[arg-type]  # CtxtrimSession implements the Session protocol at runtime
@@ -300,7 +300,7 @@ class ScriptedModel(Model):
         raise NotImplementedError
 
 
-def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
+def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded(closing: Closing) -> None:
     set_tracing_disabled(True)
     model = ScriptedModel()
 
@@ -309,7 +309,7 @@ def test_runner_turns_on_a_ctxtrim_session_stay_pair_safe_and_bounded() -> None:
         return "result " * 100
 
     agent = Agent(name="a", instructions="be terse", model=model, tools=[lookup])
-    session = CtxtrimSession(session_id="runner")
+    session = closing(CtxtrimSession(session_id="runner"))
     config = RunConfig(session_input_callback=trim_input(600))
 
     async def main() -> None:
@@ -343,7 +343,7 @@ def test_session_settings_are_normalised_like_sqlite_session(closing: Closing) -
             cls("s", session_settings={"bogus": 1})
 
     async def main() -> None:
-        session = CtxtrimSession("s", session_settings={"limit": 2})
+        session = closing(CtxtrimSession("s", session_settings={"limit": 2}))
         await session.add_items(PEER_ITEMS)
         assert await session.get_items() == PEER_ITEMS[3:]
 
