@@ -433,8 +433,11 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
     - ``get_items(limit)`` never starts with a ``function_call_output`` whose call it left
       out, nor splits parallel calls from their outputs: the read (``SQLiteSession``'s own,
       the newest ``limit`` rows) starts at its first pair-safe item.
-    - ``add_items`` checks every item first: one that is not an input item (not a JSON
-      object) raises :class:`ctxtrim.InvalidMessage` naming it, and nothing is stored.
+    - ``add_items`` checks every item: one that is not an input item (not a JSON object,
+      or holding a value JSON cannot write) raises :class:`ctxtrim.InvalidMessage` naming
+      it (:class:`ctxtrim.NotJSONData`, also a ``TypeError``, for the latter), and nothing
+      is stored. The check runs inside ``SQLiteSession``'s write transaction, where its own
+      ``json.dumps`` fails, so its rollback handling is what recovers.
     - ``_get_compaction_snapshot`` (the hook ``OpenAIResponsesCompactionSession`` compacts
       through) starts the suffix at a pair-safe item too, refuses (returns False, nothing
       changed) a replacement that would drop the output of a call it keeps, and prunes
@@ -475,11 +478,28 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
         return items[_first_pair_safe(items) :]
 
     async def add_items(self, items: list[Any]) -> None:
-        """``SQLiteSession.add_items`` after checking every item (a bad one stores nothing)."""
+        """``SQLiteSession.add_items`` of the items as plain dicts, each checked by
+        :meth:`_insert_items` (a bad one stores nothing)."""
         self._check_not_closed()
-        items_to_messages(items)  # each item checked, before anything is written
-        plain = [_plain(it) for it in items]
+        plain = []
+        for i, item in enumerate(items):
+            try:
+                plain.append(_plain(item))
+            except InvalidMessage as err:
+                raise InvalidMessage(err.reason, f"items[{i}]") from None
         await super().add_items(cast(Any, plain))  # plain dicts: the items' runtime form
+
+    def _insert_items(self, conn: sqlite3.Connection, items: list[Any]) -> None:
+        """``SQLiteSession._insert_items``, then every item checked, inside its write
+        transaction: an error rolls it back (and a connection that cannot roll back is
+        replaced), as when ``SQLiteSession``'s own ``json.dumps`` fails there. That failure
+        is named too: the item's :class:`ctxtrim.NotJSONData`, a ``TypeError`` as before."""
+        try:
+            super()._insert_items(conn, items)
+        except TypeError:
+            items_to_messages(items)
+            raise
+        items_to_messages(items)
 
     async def _get_compaction_snapshot(
         self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
@@ -557,7 +577,7 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
             expected = rows[start:]
             if not expected:
                 return False  # nothing to replace (as SQLiteSession's)
-            items_to_messages(output)  # a bad item changes nothing
+            items_to_messages(output)  # a bad item changes nothing, not even the prefix
             plain = [_plain(it) for it in output]
             if _last_safe_cut(_item_pairs(items), start) < start:
                 return False  # the suffix holds the output of a call that stays
