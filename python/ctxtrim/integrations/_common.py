@@ -138,11 +138,7 @@ class Skeletons(Generic[T]):
             return fresh
         cache = self._cache
         if not cache and self._convert_many is not None:
-            fresh = self._convert_many(objs, start)
-            cache.update(zip(map(id, objs), zip(objs, fresh, strict=True), strict=True))
-            if self.counts is not None:
-                self.counts.bind_many(fresh, objs)
-            return fresh
+            return self.remember(objs, start)
         out: list[Message] = []
         for j, obj in enumerate(objs):
             hit = cache.get(id(obj))
@@ -155,16 +151,17 @@ class Skeletons(Generic[T]):
             out.append(hit[1])
         return out
 
-    def remember(self, objs: Sequence[T], start: int) -> None:
-        """Convert ``objs``, the items from index ``start`` on, now and cache them: in one
-        batch with ``convert_many`` (a context converting each message as it is added)."""
+    def remember(self, objs: Sequence[T], start: int) -> list[Message]:
+        """Convert ``objs``, the items from index ``start`` on, now and cache them (their
+        skeletons): in one batch with ``convert_many``, and in one C-level cache update
+        (a history's first sight, a context converting each message as it is added)."""
         if self._convert_many is None:
-            self.of(objs, start)
-            return
+            return self.of(objs, start)
         fresh = self._convert_many(objs, start)
         self._cache.update(zip(map(id, objs), zip(objs, fresh, strict=True), strict=True))
         if self.counts is not None:
             self.counts.bind_many(fresh, objs)
+        return fresh
 
     def one(self, obj: T, i: int) -> Message:
         """The skeleton of ``obj``, the item at index ``i`` (converted on first sight)."""
