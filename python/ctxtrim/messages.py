@@ -70,6 +70,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from . import _core
+from . import provider as _provider
 from .errors import InvalidMessage
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "FrozenList",
     "ImageBlock",
     "Message",
+    "ProviderBlock",
     "ReasoningBlock",
     "Role",
     "TextBlock",
@@ -310,6 +312,91 @@ class ImageBlock(_BlockBase, frozen=True, tag="image"):
             raise InvalidMessage(f"expected bytes, got {_tname(self.data)}", "data")
 
 
+class ProviderBlock(_BlockBase, frozen=True, tag="provider"):
+    """A provider's block or item kept exactly as it arrived: ``data`` is the provider's dict
+    (frozen), ``format`` the format it came in (``"anthropic"``, ``"openai_responses"``,
+    ``"openai_chat"``).
+
+    Server-side and MCP tool calls and their results, documents, images behind a URL or a file
+    id, audio and file parts, provider compaction items, and whatever else ctxtrim does not
+    model with a block of its own. Written back to its own format unchanged; what ctxtrim
+    knows of it (which role carries it, whether it is half of a call/result pair and by which
+    id, how it is priced) is its row in :data:`ctxtrim.provider.SPECS`. ``pair_id`` is the
+    pairing id ctxtrim gives a call and its answer where the wire has none (Chat's legacy
+    ``function_call``); None otherwise.
+    """
+
+    format: str
+    data: dict[str, Any]
+    pair_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.format, str) or self.format not in _provider.FORMATS:
+            raise InvalidMessage(
+                f"unknown format {self.format!r}; expected one of "
+                f"{', '.join(sorted(_provider.FORMATS))}",
+                "format",
+            )
+        frozen = _frozen_json_dict(self.data, "data")
+        if frozen is not self.data:
+            force_setattr(self, "data", frozen)
+        if not _provider.wire_type(self.format, frozen):
+            raise InvalidMessage("missing required field", "data.type")
+        spec = _provider.spec_of(self.format, frozen)
+        if spec is None:
+            raise InvalidMessage(
+                f"unsupported {self.format} type {_provider.wire_type(self.format, frozen)!r}: "
+                "it carries an id, so it may be half of a call/result pair ctxtrim does not "
+                "know",
+                "data.type",
+            )
+        if self.pair_id is not None:
+            _check_nonempty_str(self.pair_id, "pair_id")
+        elif spec.pair and spec.id_key:
+            if spec.id_key not in frozen:
+                raise InvalidMessage("missing required field", f"data.{spec.id_key}")
+            _check_nonempty_str(frozen[spec.id_key], f"data.{spec.id_key}")
+        elif spec.pair:
+            raise InvalidMessage(
+                f"a {self.wire_type} has no id on the wire: give it a pair_id", "pair_id"
+            )
+
+    @property
+    def wire_type(self) -> str:
+        """The provider's type of this block (``"server_tool_use"``, ``"computer_call"``...)."""
+        return _provider.wire_type(self.format, self.data)
+
+    @property
+    def spec(self) -> _provider.Spec:
+        """This block's row of :data:`ctxtrim.provider.SPECS`."""
+        spec = _provider.spec_of(self.format, self.data)
+        assert spec is not None  # checked at construction
+        return spec
+
+    @property
+    def call_id(self) -> str | None:
+        """The id this block pairs by (as a call or as a result), or None."""
+        spec = self.spec
+        if not spec.pair:
+            return None
+        if self.pair_id is not None:
+            return self.pair_id
+        value: str = self.data[spec.id_key]
+        return value
+
+    def with_call_id(self, new_id: str) -> ProviderBlock:
+        """This block with its pairing id replaced (what ``repair`` does to a duplicate)."""
+        if self.pair_id is not None or not self.spec.id_key:
+            return ProviderBlock(self.format, self.data, new_id)
+        data = {**self.data, self.spec.id_key: new_id}
+        return ProviderBlock(self.format, data)
+
+    def _facts(self) -> tuple[str | None, str | None, bool, str, int, int]:
+        """What the core reads (once per message): ``(call id, answered id, opens a user
+        turn, text to price, extra tokens, flat-priced images)``."""
+        return _provider.facts(self)
+
+
 class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
     """A tool call issued by the assistant. ``input`` must be a plain-JSON dict."""
 
@@ -329,19 +416,20 @@ class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
             force_setattr(self, "input", frozen)
 
 
-_RESULT_ITEM_TYPES = frozenset({TextBlock, ImageBlock})
+_RESULT_ITEM_TYPES = frozenset({TextBlock, ImageBlock, ProviderBlock})
 
 
 class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
     """The result of the tool call ``tool_use_id``; travels in a user message.
 
-    ``content`` is a string or a sequence of ``TextBlock`` / ``ImageBlock`` (stored as a tuple).
+    ``content`` is a string or a sequence of ``TextBlock`` / ``ImageBlock`` / ``ProviderBlock``
+    (a document, a search result or an image behind a URL; stored as a tuple).
     ``compact_summary`` is an optional short stand-in that strategies may show instead of the
     full result once it is old.
     """
 
     tool_use_id: str
-    content: str | tuple[TextBlock | ImageBlock, ...]
+    content: str | tuple[TextBlock | ImageBlock | ProviderBlock, ...]
     is_error: bool = False
     compact_summary: str | None = None
 
@@ -357,14 +445,15 @@ class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
             for i, item in enumerate(content):
                 if type(item) not in _RESULT_ITEM_TYPES:
                     raise InvalidMessage(
-                        f"expected a TextBlock or ImageBlock, got {_tname(item)}",
+                        f"expected a TextBlock, ImageBlock or ProviderBlock, got {_tname(item)}",
                         f"content[{i}]",
                     )
             if type(content) is list:
                 force_setattr(self, "content", tuple(content))
         else:
             raise InvalidMessage(
-                f"expected a str or a list of TextBlock/ImageBlock, got {_tname(content)}",
+                f"expected a str or a list of TextBlock/ImageBlock/ProviderBlock, "
+                f"got {_tname(content)}",
                 "content",
             )
         if type(self.is_error) is not bool:
@@ -386,15 +475,20 @@ class ReasoningBlock(_BlockBase, frozen=True, tag="reasoning"):
             raise InvalidMessage(f"expected bool, got {_tname(self.redacted)}", "redacted")
 
 
-Block: TypeAlias = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock
+Block: TypeAlias = (
+    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock | ProviderBlock
+)
 
-_BLOCK_TYPES = frozenset({TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ReasoningBlock})
+_BLOCK_TYPES = frozenset(
+    {TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ReasoningBlock, ProviderBlock}
+)
 
-# Which block types each role may carry (see the module docstring).
+# Which block types each role may carry (see the module docstring); a ProviderBlock's row
+# names its role.
 _ALLOWED: dict[str, frozenset[type]] = {
-    "system": frozenset({TextBlock}),
-    "user": frozenset({TextBlock, ImageBlock, ToolResultBlock}),
-    "assistant": frozenset({TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock}),
+    "system": frozenset({TextBlock, ProviderBlock}),
+    "user": frozenset({TextBlock, ImageBlock, ToolResultBlock, ProviderBlock}),
+    "assistant": frozenset({TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock, ProviderBlock}),
 }
 
 
@@ -705,6 +799,14 @@ class Message(_MessageOptions, frozen=True):
                 else:
                     reason = f"expected a content block, got {_tname(block)}"
                 raise InvalidMessage(reason, f"content[{i}]")
+            if type(block) is ProviderBlock:
+                side = block.spec.side
+                if side != "any" and side != role:
+                    raise InvalidMessage(
+                        f"a {block.format} {block.wire_type!r} block belongs in a {side} "
+                        f"message, not a {role} message",
+                        f"content[{i}]",
+                    )
         if self.id is not None:
             _check_nonempty_str(self.id, "id")
         turn = self.turn

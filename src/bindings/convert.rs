@@ -26,6 +26,9 @@ pub struct Classes {
     pub tool_use: Py<PyType>,
     pub tool_result: Py<PyType>,
     pub reasoning: Py<PyType>,
+    /// `ProviderBlock`: a provider's dict kept verbatim; its `_facts()` say what it pairs
+    /// and costs (from the format's table in `ctxtrim.provider`).
+    pub provider: Py<PyType>,
     pub usage: Py<PyType>,
     pub frozen_dict: Py<PyType>,
     pub frozen_list: Py<PyType>,
@@ -69,6 +72,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             tool_use: class("ToolUseBlock")?,
             tool_result: class("ToolResultBlock")?,
             reasoning: class("ReasoningBlock")?,
+            provider: class("ProviderBlock")?,
             usage: class("Usage")?,
             frozen_dict: class("FrozenDict")?,
             frozen_list: class("FrozenList")?,
@@ -220,9 +224,11 @@ fn tally_result_content(
             )?;
         } else if ty.is(c.image.bind(py)) {
             tally_image(py, &part, tally)?;
+        } else if ty.is(c.provider.bind(py)) {
+            provider_facts(&part)?.tally(tally);
         } else {
             return Err(invalid_message(
-                "a tool result holds only text and image blocks",
+                "a tool result holds only text, image and provider blocks",
                 format!("{}.content[{j}]", path()),
             ));
         }
@@ -292,6 +298,7 @@ pub fn meta_of(
     let mut tally = TokenTally::with_encoding(encoding);
     let mut ids = ToolIds::default();
     let other_content = walk_content(c, msg, path, &mut tally, Some(&mut ids))?;
+    drop_pairs_within(&mut ids);
     let mut meta = Meta::new(role, tokens.unwrap_or_else(|| tally.total()));
     // No ids stays the default (a shared static slice): `From<Vec>` would allocate for it.
     if !ids.uses.is_empty() {
@@ -355,6 +362,17 @@ fn walk_content(
             tally_result_content(py, c, &content, &bpath, tally)?;
             return Ok(());
         }
+        if ty.is(c.provider.bind(py)) {
+            let facts = provider_facts(&block)?;
+            facts.tally(tally);
+            other_content |= facts.opens_turn;
+            if let Some(ids) = ids.as_deref_mut() {
+                ids.uses.extend(facts.uses.as_deref().map(Arc::<str>::from));
+                ids.results
+                    .extend(facts.answers.as_deref().map(Arc::<str>::from));
+            }
+            return Ok(());
+        }
         other_content = true;
         if ty.is(c.text.bind(py)) {
             with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
@@ -381,6 +399,74 @@ fn walk_content(
     };
     for_each_item(&content, &mut add_block)?;
     Ok(other_content)
+}
+
+/// What a `ProviderBlock` pairs and costs, as its `_facts()` state them (its format's table
+/// decides; see `ctxtrim.provider`).
+pub struct ProviderFacts {
+    /// The call id it issues, if it is a call.
+    pub uses: Option<String>,
+    /// The call id it answers, if it is a result.
+    pub answers: Option<String>,
+    /// Whether it makes a user message a real user turn (a document, not a tool output).
+    pub opens_turn: bool,
+    text: String,
+    extra: u32,
+    images: u32,
+}
+
+impl ProviderFacts {
+    /// The text it is priced by.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Its price beyond its text: fixed tokens and flat-priced images.
+    pub fn fixed_tokens(&self) -> u32 {
+        self.extra
+            .saturating_add(self.images.saturating_mul(crate::tokens::IMAGE_TOKENS))
+    }
+
+    /// Adds its price to `tally`: its text, its fixed tokens and its flat-priced images.
+    pub fn tally(&self, tally: &mut TokenTally) {
+        tally.text(&self.text);
+        tally.add(self.extra);
+        for _ in 0..self.images {
+            tally.image();
+        }
+    }
+}
+
+/// Reads a `ProviderBlock`'s `_facts()`.
+pub fn provider_facts(block: &Bound<'_, PyAny>) -> PyResult<ProviderFacts> {
+    let (uses, answers, opens_turn, text, extra, images) = block
+        .call_method0(intern!(block.py(), "_facts"))?
+        .extract::<(Option<String>, Option<String>, bool, String, u32, u32)>()?;
+    Ok(ProviderFacts {
+        uses,
+        answers,
+        opens_turn,
+        text,
+        extra,
+        images,
+    })
+}
+
+/// A call and its result in one message (a server-side tool and its result, which the
+/// provider returns together) pair within it: neither is for the cross-message index.
+fn drop_pairs_within(ids: &mut ToolIds) {
+    if ids.uses.is_empty() || ids.results.is_empty() {
+        return;
+    }
+    let uses: std::collections::HashSet<Arc<str>> = ids.uses.iter().cloned().collect();
+    let answered: std::collections::HashSet<Arc<str>> = ids
+        .results
+        .iter()
+        .filter(|id| uses.contains(*id))
+        .cloned()
+        .collect();
+    ids.uses.retain(|id| !answered.contains(id));
+    ids.results.retain(|id| !answered.contains(id));
 }
 
 /// A sequence of messages (list, tuple or iterable), each checked with [`check_message`],

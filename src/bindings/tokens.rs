@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::types::{PyBytes, PyString};
 
-use super::convert::{check_message, for_each_item, tool_input_json, with_str};
+use super::convert::{check_message, for_each_item, provider_facts, tool_input_json, with_str};
 use super::facts::facts_of;
 use crate::tokens::bpe::{Bpe, Pattern};
 use crate::tokens::{self, Encoding};
@@ -109,6 +109,12 @@ impl PyBpeCounter {
         let c = check_message(message, "message")?;
         let count = |t: &str| self.bpe.count(t) as u32;
         let image = |block: &Bound<'_, PyAny>| -> PyResult<u32> {
+            if block.get_type().is(c.provider.bind(py)) {
+                // A provider block (a document, an image behind a URL...): as its facts
+                // price it, its text counted exactly.
+                let facts = provider_facts(block)?;
+                return Ok(count(facts.text()) + facts.fixed_tokens());
+            }
             let data = block.getattr(intern!(py, "data"))?;
             Ok(match data.cast::<PyBytes>() {
                 Ok(bytes) => self.table.image_rule().price_data(bytes.as_bytes()),
@@ -145,7 +151,7 @@ impl PyBpeCounter {
                 let json = tool_input_json(c, &block, &path)?;
                 body += count(std::str::from_utf8(json.as_bytes()).unwrap_or_default());
                 others = true;
-            } else if ty.is(c.image.bind(py)) {
+            } else if ty.is(c.image.bind(py)) || ty.is(c.provider.bind(py)) {
                 body += image(&block)?;
                 others = true;
             } else {

@@ -587,11 +587,11 @@ BAD_CHAT = [
         _chat_with(
             1,
             {
-                "role": "user",
+                "role": "assistant",
                 "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
             },
         ),
-        "messages[1].content[0].image_url.url",
+        "messages[1].content[0].type",
     ),
     (
         _chat_with(
@@ -606,7 +606,7 @@ BAD_CHAT = [
         "messages[1].content[0].image_url.url",
     ),
     (
-        _chat_with(1, {"role": "user", "content": [{"type": "input_audio"}]}),
+        _chat_with(1, {"role": "user", "content": [{"type": "future_call", "id": "x"}]}),
         "messages[1].content[0].type",
     ),
     (_chat_with(1, {"role": "user", "content": 7}), "messages[1].content"),
@@ -634,9 +634,11 @@ BAD_RESPONSES = [
     ([{"type": "function_call_output", "output": "x"}], "input[0].call_id"),
     ([{"type": "reasoning", "summary": [{"type": "x"}]}], "input[0].summary[0].type"),
     ([{"type": "reasoning", "summary": "x"}], "input[0].summary"),
-    ([{"type": "web_search_call", "id": "ws_1"}], "input[0].type"),
+    ([{"type": "computer_call", "id": "cu_1", "action": {}}], "input[0].call_id"),
+    ([{"type": "mcp_approval_response", "approve": True}], "input[0].approval_request_id"),
+    ([{"type": "future_call", "call_id": "c"}], "input[0].type"),
     (
-        [{"type": "message", "role": "user", "content": [{"type": "input_file"}]}],
+        [{"type": "message", "role": "user", "content": [{"type": "refusal", "refusal": "x"}]}],
         "input[0].content[0].type",
     ),
     (
@@ -693,11 +695,11 @@ BAD_ANTHROPIC = [
     (
         [
             {
-                "role": "user",
-                "content": [{"type": "image", "source": {"type": "url", "url": "https://x"}}],
+                "role": "assistant",
+                "content": [{"type": "server_tool_use", "name": "web_search", "input": {}}],
             }
         ],
-        "messages[0].content[0].source.type",
+        "messages[0].content[0].id",
     ),
     (
         [
@@ -723,7 +725,11 @@ BAD_ANTHROPIC = [
         "messages[0].content[0].is_error",
     ),
     ([{"role": "system", "content": "x"}], "messages[0].role"),
-    ([{"role": "user", "content": [{"type": "document"}]}], "messages[0].content[0].type"),
+    (
+        [{"role": "assistant", "content": [{"type": "web_search_tool_result", "content": []}]}],
+        "messages[0].content[0].tool_use_id",
+    ),
+    ([{"role": "assistant", "content": [{"type": "document"}]}], "messages[0].content[0].type"),
     ({"system": 5, "messages": []}, "system"),
     ({"model": "claude"}, "messages"),
 ]

@@ -27,7 +27,7 @@ from msgspec.structs import force_setattr
 
 from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage, InvalidToolArguments
-from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message
+from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message, ProviderBlock
 
 T = TypeVar("T")
 
@@ -338,3 +338,85 @@ def finish_parts(unit: Unit, parts: list[dict[str, Any]]) -> None:
     """Attach per-block records to ``unit`` if any is non-empty."""
     if any(parts):
         unit["parts"] = parts
+
+
+# --------------------------------------------------------------------------------------------
+# Provider blocks: kept verbatim, written back unchanged, mapped across formats where a rule
+# exists
+
+
+def provider_block(
+    format: str,
+    part: dict[str, Any],
+    path: str,
+    role: str | None = None,
+    pair_id: str | None = None,
+) -> ProviderBlock:
+    """``part`` kept verbatim as a :class:`ProviderBlock` of ``format``, its problems named at
+    the provider ``path`` (``data.id`` → ``<path>.id``). Given ``role``, a block whose row puts
+    it in another role's message is refused here, where the path can name it."""
+    try:
+        block = ProviderBlock(format, part, pair_id)
+    except InvalidMessage as e:
+        sub = e.path.removeprefix("data").removeprefix(".")
+        where = f"{path}.{sub}" if sub and sub != "pair_id" else path
+        raise InvalidMessage(e.reason, where) from None
+    if role is not None:
+        side = block.spec.side
+        if side not in ("any", role):
+            raise InvalidMessage(
+                f"a {block.wire_type} block belongs in a {side} message, not a {role} message",
+                f"{path}.type",
+            )
+    return block
+
+
+def verbatim(block: ProviderBlock) -> dict[str, Any]:
+    """The provider dict a block holds, as a fresh plain copy."""
+    return decode_json(_ENCODE(block.data))  # type: ignore[no-any-return]
+
+
+#: The display names of the formats, for errors.
+FORMAT_NAMES = {
+    "anthropic": "Anthropic",
+    "openai_chat": "OpenAI Chat Completions",
+    "openai_responses": "OpenAI Responses",
+}
+
+
+def image_url_of(block: ProviderBlock) -> str | None:
+    """The URL of an image block behind an http(s) URL, in whichever format it came, else
+    None (an image by file id has no portable form: a file id is one provider's)."""
+    data, url = block.data, None
+    if block.format == "anthropic" and data.get("type") == "image":
+        source = data.get("source")
+        if isinstance(source, dict) and source.get("type") == "url":
+            url = source.get("url")
+    elif block.format == "openai_chat" and data.get("type") == "image_url":
+        image = data.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else None
+    elif block.format == "openai_responses" and data.get("type") == "input_image":
+        url = data.get("image_url") if "file_id" not in data or data["file_id"] is None else None
+    if isinstance(url, str) and url.startswith(("http://", "https://")):
+        return url
+    return None
+
+
+def render_provider(block: ProviderBlock, target: str, path: str) -> dict[str, Any]:
+    """``block`` as a ``target`` format dict: itself when it came in that format; an image
+    behind an http(s) URL as that format's URL image; anything else cannot cross formats and
+    raises :class:`InvalidMessage` naming the block and the target."""
+    if block.format == target:
+        return verbatim(block)
+    url = image_url_of(block)
+    if url is not None:
+        if target == "anthropic":
+            return {"type": "image", "source": {"type": "url", "url": url}}
+        if target == "openai_chat":
+            return {"type": "image_url", "image_url": {"url": url}}
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    raise InvalidMessage(
+        f"the {FORMAT_NAMES[block.format]} block {block.wire_type!r} cannot be expressed in the "
+        f"{FORMAT_NAMES[target]} format",
+        path,
+    )

@@ -40,6 +40,7 @@ from ctxtrim.messages import (
     Block,
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -63,6 +64,8 @@ from ._common import (
     media_type,
     merge_keys,
     part_record,
+    provider_block,
+    render_provider,
     required,
     units_for,
 )
@@ -76,8 +79,8 @@ KEY = "anthropic"
 # Which blocks each role may hold (the message model's rule, checked here to name the path).
 _ALLOWED: dict[str, tuple[type, ...]] = {
     "system": (TextBlock,),
-    "user": (TextBlock, ImageBlock, ToolResultBlock),
-    "assistant": (TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock),
+    "user": (TextBlock, ImageBlock, ToolResultBlock, ProviderBlock),
+    "assistant": (TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock, ProviderBlock),
 }
 
 
@@ -93,15 +96,11 @@ def _fits(kind: str, blocks: Sequence[Block]) -> bool:
 # from
 
 
-def _image(part: dict[str, Any], p: str, record: dict[str, Any]) -> ImageBlock:
+def _image(part: dict[str, Any], p: str, record: dict[str, Any]) -> ImageBlock | ProviderBlock:
     source = expect_dict(required(part, "source", p), f"{p}.source")
     kind = source.get("type")
-    if kind != "base64":
-        raise InvalidMessage(
-            f"unsupported image source type {kind!r}; only base64 images are supported "
-            "(ctxtrim keeps the image bytes)",
-            f"{p}.source.type",
-        )
+    if kind != "base64":  # a URL or a file id: kept as it came
+        return provider_block(KEY, part, p)
     mt = media_type(required(source, "media_type", f"{p}.source"), f"{p}.source.media_type")
     data = decode_base64(required(source, "data", f"{p}.source"), f"{p}.source.data")
     if nested := extra_keys(source, frozenset({"type", "media_type", "data"})):
@@ -113,24 +112,23 @@ def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | tuple[A
     if isinstance(value, str):
         return value
     items = expect_list(value, p)
-    out: list[TextBlock | ImageBlock] = []
+    out: list[TextBlock | ImageBlock | ProviderBlock] = []
     records: list[dict[str, Any]] = []
     for j, raw in enumerate(items):
         q = f"{p}[{j}]"
         part = expect_dict(raw, q)
-        kind = part.get("type")
+        kind = expect_str(required(part, "type", q), f"{q}.type")
         sub: dict[str, Any] = {}
         if kind == "text":
             out.append(TextBlock(expect_str(required(part, "text", q), f"{q}.text")))
             consumed = frozenset({"type", "text"})
         elif kind == "image":
-            out.append(_image(part, q, sub))
-            consumed = frozenset({"type", "source"})
-        else:
-            raise InvalidMessage(
-                f"unsupported tool result content type {kind!r} (expected text or image)",
-                f"{q}.type",
-            )
+            image = _image(part, q, sub)
+            out.append(image)
+            consumed = frozenset({"type", "source"} if type(image) is ImageBlock else part)
+        else:  # a document, a search result...: kept as it came
+            out.append(provider_block(KEY, part, q))
+            consumed = frozenset(part)  # kept whole
         if keys := extra_keys(part, consumed):
             sub["keys"] = keys
         records.append(sub)
@@ -139,7 +137,7 @@ def _result_content(value: Any, p: str, record: dict[str, Any]) -> str | tuple[A
     return tuple(out)  # the stored form (a list takes the slower checks)
 
 
-def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
+def _block(part: dict[str, Any], p: str, record: dict[str, Any], role: str) -> Block:
     kind = expect_str(required(part, "type", p), f"{p}.type")
     consumed: frozenset[str]
     block: Block
@@ -148,7 +146,7 @@ def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
         consumed = frozenset({"type", "text"})
     elif kind == "image":
         block = _image(part, p, record)
-        consumed = frozenset({"type", "source"})
+        consumed = frozenset({"type", "source"} if type(block) is ImageBlock else part)
     elif kind == "tool_use":
         tid = expect_str(required(part, "id", p), f"{p}.id", nonempty=True)
         name = expect_str(required(part, "name", p), f"{p}.name", nonempty=True)
@@ -178,12 +176,9 @@ def _block(part: dict[str, Any], p: str, record: dict[str, Any]) -> Block:
     elif kind == "redacted_thinking":
         block = ReasoningBlock("", expect_str(required(part, "data", p), f"{p}.data"), True)
         consumed = frozenset({"type", "data"})
-    else:
-        raise InvalidMessage(
-            f"unsupported content block type {kind!r} (expected text, image, tool_use, "
-            "tool_result, thinking or redacted_thinking)",
-            f"{p}.type",
-        )
+    else:  # server-side and MCP tools, documents, compaction...: kept as they came
+        block = provider_block(KEY, part, p, role)
+        consumed = frozenset(part)  # kept whole
     if keys := extra_keys(part, consumed):
         record["keys"] = keys
     return block
@@ -199,7 +194,7 @@ def _content(value: Any, path: str, role: str, unit: Unit) -> list[Block]:
     for j, raw in enumerate(parts):
         p = f"{path}[{j}]"
         record: dict[str, Any] = {}
-        block = _block(expect_dict(raw, p), p, record)
+        block = _block(expect_dict(raw, p), p, record, role)
         if type(block) not in _ALLOWED[role]:
             raise InvalidMessage(
                 f"a {expect_str(raw['type'], p)} block is not allowed in a {role} message",
@@ -293,7 +288,7 @@ def _render_image(b: ImageBlock, record: dict[str, Any]) -> dict[str, Any]:
     return {"type": "image", "source": source}
 
 
-def _render_block(b: Block, record: dict[str, Any]) -> dict[str, Any]:
+def _render_block(b: Block, record: dict[str, Any], path: str) -> dict[str, Any]:
     out: dict[str, Any]
     if type(b) is TextBlock:
         out = {"type": "text", "text": b.text}
@@ -315,15 +310,19 @@ def _render_block(b: Block, record: dict[str, Any]) -> dict[str, Any]:
                     if isinstance(subs, list) and j < len(subs) and isinstance(subs[j], dict)
                     else {}
                 )
-                rendered = (
-                    {"type": "text", "text": item.text}
-                    if type(item) is TextBlock
-                    else _render_image(item, sub)  # type: ignore[arg-type]
-                )
+                rendered: dict[str, Any]
+                if type(item) is TextBlock:
+                    rendered = {"type": "text", "text": item.text}
+                elif type(item) is ProviderBlock:
+                    rendered = render_provider(item, KEY, f"{path}.content[{j}]")
+                else:
+                    rendered = _render_image(item, sub)  # type: ignore[arg-type]
                 items.append(merge_keys(rendered, sub))
             out["content"] = items
         if b.is_error or record.get("explicit_is_error"):
             out["is_error"] = b.is_error
+    elif type(b) is ProviderBlock:
+        return render_provider(b, KEY, path)
     elif type(b) is ReasoningBlock:
         if b.redacted:
             out = {"type": "redacted_thinking", "data": b.signature}
@@ -346,7 +345,7 @@ def _render_content(m: Message, unit: Unit, path: str) -> Any:
                 "an image in an assistant message cannot be expressed in the Anthropic format",
                 f"{path}.content[{k}]",
             )
-        out.append(_render_block(b, part_record(unit, k)))
+        out.append(_render_block(b, part_record(unit, k), f"{path}.content[{k}]"))
     return out
 
 

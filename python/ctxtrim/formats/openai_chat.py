@@ -37,6 +37,7 @@ from ctxtrim.messages import (
     Block,
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -60,8 +61,11 @@ from ._common import (
     make_message,
     merge_keys,
     part_record,
+    provider_block,
+    render_provider,
     required,
     units_for,
+    verbatim,
 )
 
 __all__ = ["KEY", "from_openai_chat", "to_openai_chat", "to_openai_chat_json"]
@@ -102,8 +106,10 @@ def _fits(kind: str, blocks: Sequence[Block]) -> bool:
 # from
 
 
-def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
-    """A message's ``content`` (string, null or parts) → blocks; records its form."""
+def _content(value: Any, path: str, *, role: str | None, unit: Unit) -> list[Block]:
+    """A message's ``content`` (string, null or parts) → blocks; records its form. ``role``
+    is the message's (None in a tool message): parts other than text and inline images are
+    kept verbatim, each checked against the role its row names."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -119,19 +125,17 @@ def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
         if kind == "text":
             blocks.append(build(p, TextBlock, expect_str(required(part, "text", p), f"{p}.text")))
             keys = extra_keys(part, frozenset({"type", "text"}))
-        elif kind == "image_url" and images:
-            image = expect_dict(required(part, "image_url", p), f"{p}.image_url")
+        elif kind == "image_url" and role == "user" and _inline(part, p):
+            image = part["image_url"]
             blocks.append(
                 image_from_data_url(required(image, "url", f"{p}.image_url"), f"{p}.image_url.url")
             )
             keys = extra_keys(part, frozenset({"type", "image_url"}))
             if nested := extra_keys(image, _IMAGE_KEYS):
                 record["image_url"] = nested
-        else:
-            allowed = "text or image_url" if images else "text"
-            raise InvalidMessage(
-                f"unsupported content part type {kind!r} (expected {allowed})", f"{p}.type"
-            )
+        else:  # an image behind a URL, audio, a file, a refusal...: kept as it came
+            blocks.append(provider_block(KEY, part, p, role))
+            keys = {}
         if keys:
             record["keys"] = keys
         records.append(record)
@@ -139,6 +143,13 @@ def _content(value: Any, path: str, *, images: bool, unit: Unit) -> list[Block]:
         unit["form"] = "list"  # the canonical rendering would be a string or null
     finish_parts(unit, records)
     return blocks
+
+
+def _inline(part: dict[str, Any], p: str) -> bool:
+    """Whether an ``image_url`` part holds the image itself (a data URL): an ``ImageBlock``."""
+    image = expect_dict(required(part, "image_url", p), f"{p}.image_url")
+    url = image.get("url")
+    return not (isinstance(url, str) and url.startswith(("http://", "https://")))
 
 
 def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool) -> list[Block]:
@@ -150,10 +161,10 @@ def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool
         call = expect_dict(raw, p)
         call_id = expect_str(required(call, "id", p), f"{p}.id", nonempty=True)
         kind = call.get("type", "function")
-        if kind != "function":
-            raise InvalidMessage(
-                f"unsupported tool call type {kind!r} (expected 'function')", f"{p}.type"
-            )
+        if kind != "function":  # a custom tool call: kept as it came
+            out.append(provider_block(KEY, call, p, "assistant"))
+            records.append({})
+            continue
         fn = expect_dict(required(call, "function", p), f"{p}.function")
         name = expect_str(
             required(fn, "name", f"{p}.function"), f"{p}.function.name", nonempty=True
@@ -207,6 +218,7 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
     # ``run``: consecutive tool messages → one user message
     run_units: list[Unit] = [{"t": "tool", "n": 1} for _ in run]
     run_path = f"messages[{run_start}]"
+    legacy_call: str | None = None  # the pair id of the latest unanswered function_call
 
     def flush() -> None:
         if run:
@@ -247,7 +259,7 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             if isinstance(content, str):
                 result = ToolResultBlock(call_id, expect_str(content, f"{path}.content"))
             else:
-                blocks = _content(content, f"{path}.content", images=False, unit=unit)
+                blocks = _content(content, f"{path}.content", role=None, unit=unit)
                 unit.pop("form", None)  # a list stays a list for tool results
                 result = build(f"{path}.content", ToolResultBlock, call_id, tuple(blocks))
             unit["t"], unit["n"] = "tool", 1
@@ -257,6 +269,10 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
             run_units.append(unit)
             continue
         flush()
+        if role == "function":  # legacy function calling: the answer to the latest call
+            pair_id, legacy_call = legacy_call or f"function:{i}", None
+            out.append(Message("user", (provider_block(KEY, msg, path, "user", pair_id),)))
+            continue
         name = msg.get("name")
         if name is not None:
             expect_str(name, f"{path}.name", nonempty=True)
@@ -267,15 +283,19 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
                 raise InvalidMessage("missing required field", f"{path}.content")
             unit["form"] = "absent"
         if role in ("system", "developer"):
-            blocks = _content(msg.get("content"), f"{path}.content", images=False, unit=unit)
+            blocks = _content(msg.get("content"), f"{path}.content", role="system", unit=unit)
             if role == "developer":
                 unit["role"] = "developer"
             ours = "system"
         elif role == "user":
-            blocks = _content(msg.get("content"), f"{path}.content", images=True, unit=unit)
+            blocks = _content(msg.get("content"), f"{path}.content", role="user", unit=unit)
             ours = "user"
         elif role == "assistant":
-            blocks = _content(msg.get("content"), f"{path}.content", images=False, unit=unit)
+            blocks = _content(msg.get("content"), f"{path}.content", role="assistant", unit=unit)
+            if msg.get("function_call") is not None:  # legacy function calling
+                legacy_call = f"function_call:{i}"
+                field = {"function_call": msg["function_call"]}
+                blocks.append(provider_block(KEY, field, path, "assistant", legacy_call))
             if msg.get("tool_calls") is not None:
                 blocks += _tool_calls(
                     msg["tool_calls"],
@@ -295,7 +315,10 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
                 f"{path}.role",
             )
         unit["n"] = len(blocks)
-        if keys := extra_keys(msg, _MESSAGE_KEYS):
+        consumed = _MESSAGE_KEYS
+        if role == "assistant" and msg.get("function_call") is not None:
+            consumed = _MESSAGE_KEYS | {"function_call"}  # its block holds it
+        if keys := extra_keys(msg, consumed):
             unit["keys"] = keys
         out.append(
             make_message(ours, blocks, [unit], key=KEY, default=_default, name=name, path=path)
@@ -308,8 +331,21 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
 # to
 
 
-def _render_content(blocks: Sequence[Block], unit: Unit) -> Any:
-    texts = [b for b in blocks if type(b) in (TextBlock, ImageBlock)]
+def _level(b: Block) -> str:
+    """Where a block goes in a Chat message: ``"part"`` of its content, an entry of
+    ``tool_calls`` (``"tool_call"``), a ``"field"`` of it (legacy ``function_call``), a whole
+    ``"message"`` (legacy ``function`` role)."""
+    if type(b) is ProviderBlock:
+        return b.spec.level if b.format == KEY else "part"
+    return "tool_call" if type(b) is ToolUseBlock else "part"
+
+
+def _render_content(blocks: Sequence[Block], unit: Unit, path: str, at: int) -> Any:
+    texts = [
+        b
+        for b in blocks
+        if type(b) in (TextBlock, ImageBlock) or (type(b) is ProviderBlock and _level(b) == "part")
+    ]
     form = unit.get("form")
     if not texts and form != "list":
         return None
@@ -325,6 +361,8 @@ def _render_content(blocks: Sequence[Block], unit: Unit) -> Any:
             if isinstance(record.get("image_url"), dict):
                 image.update(record["image_url"])
             part = {"type": "image_url", "image_url": image}
+        elif type(b) is ProviderBlock and _level(b) == "part":
+            part = render_provider(b, KEY, f"{path}.content[{at + k}]")
         else:
             continue
         parts.append(merge_keys(part, part_record(unit, k)))
@@ -365,6 +403,9 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
     fast = _render_fast(m)
     if fast is not None:
         return fast
+    if len(m.content) == 1 and type(m.content[0]) is ProviderBlock:
+        if _level(m.content[0]) == "message":  # a legacy function message, kept whole
+            return [verbatim(m.content[0])]
     out: list[dict[str, Any]] = []
     at = 0
     for unit, blocks in units_for(m, KEY, _default, _fits):
@@ -376,25 +417,34 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
                 content: Any = result.content
             else:
                 _check_images(result.content, f"{path}.content[{at}]", 0, "a tool result")
-                content = [{"type": "text", "text": t.text} for t in result.content]  # type: ignore[union-attr]
-                for k, part in enumerate(content):
-                    merge_keys(part, part_record(unit, k))
+                content = [
+                    render_provider(t, KEY, f"{path}.content[{at}].content[{k}]")
+                    if type(t) is ProviderBlock
+                    else merge_keys({"type": "text", "text": t.text}, part_record(unit, k))  # type: ignore[union-attr]
+                    for k, t in enumerate(result.content)
+                ]
             d = {"role": "tool", "tool_call_id": result.tool_use_id, "content": content}
         elif m.role == "system":
             d = {"role": "developer" if unit.get("role") == "developer" else "system"}
             if m.name is not None:
                 d["name"] = m.name
-            d["content"] = _render_content(blocks, unit)
+            d["content"] = _render_content(blocks, unit, path, at)
         elif m.role == "assistant":
             _check_images(blocks, path, at, "an assistant message")
             d = {"role": "assistant"}
             if m.name is not None:
                 d["name"] = m.name
-            texts = [b for b in blocks if type(b) is TextBlock]
+            texts = [b for b in blocks if type(b) is not ToolUseBlock and _level(b) == "part"]
             if unit.get("form") != "absent" or texts:
-                d["content"] = _render_content(blocks, unit)
+                d["content"] = _render_content(blocks, unit, path, at)
             calls = []
             for k, b in enumerate(blocks):
+                if type(b) is ProviderBlock and _level(b) == "field":
+                    d.update(verbatim(b))
+                    continue
+                if type(b) is ProviderBlock and _level(b) == "tool_call":
+                    calls.append(render_provider(b, KEY, f"{path}.content[{at + k}]"))
+                    continue
                 if type(b) is not ToolUseBlock:
                     continue
                 record = part_record(unit, k)
@@ -422,7 +472,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
             d = {"role": "user"}
             if m.name is not None:
                 d["name"] = m.name
-            d["content"] = _render_content(blocks, unit)
+            d["content"] = _render_content(blocks, unit, path, at)
         if m.name is None and unit.get("null_name") and unit["t"] != "tool":
             d["name"] = None
         out.append(merge_keys(d, unit))

@@ -41,6 +41,7 @@ from ctxtrim.messages import (
     Block,
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -64,6 +65,8 @@ from ._common import (
     make_message,
     merge_keys,
     part_record,
+    provider_block,
+    render_provider,
     required,
     units_for,
 )
@@ -81,7 +84,7 @@ KEY = "openai_responses"
 #: Joins the parts of a reasoning summary into one ``ReasoningBlock.text``.
 SUMMARY_SEPARATOR = "\n\n"
 
-_KIND_OF_BLOCK = {
+_KIND_OF_BLOCK: dict[type, str] = {
     ReasoningBlock: "reasoning",
     ToolUseBlock: "call",
     ToolResultBlock: "output",
@@ -90,10 +93,18 @@ _KIND_OF_BLOCK = {
 }
 
 
+def _kind(b: Block) -> str:
+    """The unit a block renders in: an item of its own, or a part of a ``message`` item (a
+    provider block of this format is an item when its row says so)."""
+    if type(b) is ProviderBlock:
+        return "item" if b.format == KEY and b.spec.level == "item" else "message"
+    return _KIND_OF_BLOCK[type(b)]
+
+
 def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for b in blocks:
-        kind = _KIND_OF_BLOCK[type(b)]
+        kind = _kind(b)
         if kind == "message" and out and out[-1][0] == "message":
             out[-1] = ("message", out[-1][1] + 1)
         else:
@@ -103,16 +114,20 @@ def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
 
 def _fits(kind: str, blocks: Sequence[Block]) -> bool:
     if kind == "message":
-        return all(type(b) in (TextBlock, ImageBlock) for b in blocks)
-    return len(blocks) == 1 and _KIND_OF_BLOCK[type(blocks[0])] == kind
+        return all(_kind(b) == "message" for b in blocks)
+    return len(blocks) == 1 and _kind(blocks[0]) == kind
 
 
 # --------------------------------------------------------------------------------------------
 # from
 
 
-def _parts(value: Any, path: str, *, assistant: bool, unit: Unit) -> list[Block]:
-    """Message content or tool output parts → blocks (records non-canonical details)."""
+def _parts(
+    value: Any, path: str, *, assistant: bool, unit: Unit, role: str | None = None
+) -> list[Block]:
+    """Message content or tool output parts → blocks (records non-canonical details). Parts
+    other than text and inline images are kept verbatim, checked against ``role`` (the
+    message's; None in a tool output)."""
     parts = expect_list(value, path)
     text_type = "output_text" if assistant else "input_text"
     blocks: list[Block] = []
@@ -128,14 +143,12 @@ def _parts(value: Any, path: str, *, assistant: bool, unit: Unit) -> list[Block]
             consumed = frozenset({"type", "text"})
             if kind != text_type:
                 record["type"] = kind
-        elif kind == "input_image" and not assistant:
+        elif kind == "input_image" and not assistant and _inline(part):
             blocks.append(image_from_data_url(required(part, "image_url", p), f"{p}.image_url"))
             consumed = frozenset({"type", "image_url"})
-        else:
-            allowed = "output_text" if assistant else "input_text or input_image"
-            raise InvalidMessage(
-                f"unsupported content part type {kind!r} (expected {allowed})", f"{p}.type"
-            )
+        else:  # an image by URL or file id, a file, audio, a refusal...: kept as it came
+            blocks.append(provider_block(KEY, part, p, role))
+            consumed = frozenset(part)
         if keys := extra_keys(part, consumed):
             record["keys"] = keys
         records.append(record)
@@ -143,7 +156,17 @@ def _parts(value: Any, path: str, *, assistant: bool, unit: Unit) -> list[Block]
     return blocks
 
 
-_ASSISTANT_SIDE = frozenset({"reasoning", "function_call"})
+def _inline(part: dict[str, Any]) -> bool:
+    """Whether an ``input_image`` part holds the image itself (a data URL, no file id)."""
+    url = part.get("image_url")
+    return part.get("file_id") is None and not (
+        isinstance(url, str) and url.startswith(("http://", "https://"))
+    )
+
+
+#: The group a provider item joins, by the side its row names: results and what the client
+#: sends join a user message of results, developer directives a system message.
+_GROUP_OF_SIDE = {"assistant": "assistant", "user": "results", "system": "system"}
 
 
 def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Message]:
@@ -197,7 +220,7 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
         if "type" in item:
             expect_str(kind, f"{path}.type")
         unit: Unit = {"t": "", "n": 1}
-        if kind is None or kind == "message":
+        if (kind is None and "role" in item) or kind == "message":
             if kind is None:
                 if "role" not in item:
                     raise InvalidMessage("missing required field", f"{path}.type")
@@ -215,7 +238,13 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
                 if assistant:
                     unit["form"] = "str"
             else:
-                blocks = _parts(content, f"{path}.content", assistant=assistant, unit=unit)
+                blocks = _parts(
+                    content,
+                    f"{path}.content",
+                    assistant=assistant,
+                    unit=unit,
+                    role="system" if role == "developer" else role,
+                )
                 if not assistant and len(blocks) == 1 and type(blocks[0]) is TextBlock:
                     unit["form"] = "list"
             unit["t"], unit["n"] = "message", len(blocks)
@@ -276,12 +305,12 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
             unit["t"] = "reasoning"
             consumed = frozenset({"type", "summary", "encrypted_content"})
             join("assistant", path)
-        else:
-            raise InvalidMessage(
-                f"unsupported item type {kind!r} (expected message, function_call, "
-                "function_call_output or reasoning)",
-                f"{path}.type",
-            )
+        else:  # hosted and client-side tools, MCP, compaction...: kept as they came
+            block = provider_block(KEY, item, path)
+            blocks = [block]
+            unit["t"] = "item"
+            consumed = frozenset(item)
+            join(_GROUP_OF_SIDE.get(block.spec.side) or group_role or "assistant", path)
         if keys := extra_keys(item, consumed):
             unit["keys"] = keys
         group.extend(blocks)
@@ -294,9 +323,14 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
 # to
 
 
-def _render_parts(blocks: Sequence[Block], unit: Unit, *, assistant: bool) -> list[dict[str, Any]]:
+def _render_parts(
+    blocks: Sequence[Block], unit: Unit, path: str, *, assistant: bool
+) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for k, b in enumerate(blocks):
+        if type(b) is ProviderBlock:
+            parts.append(render_provider(b, KEY, f"{path}[{k}]"))
+            continue
         record = part_record(unit, k)
         if type(b) is TextBlock:
             ptype = record.get("type")
@@ -393,7 +427,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
             content: Any = (
                 blocks[0].text  # type: ignore[union-attr]
                 if as_str
-                else _render_parts(blocks, unit, assistant=assistant)
+                else _render_parts(blocks, unit, f"{path}.content", assistant=assistant)
             )
             item = {"role": role, "content": content}
             if not unit.get("short"):
@@ -410,13 +444,19 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
                 except InvalidMessage:
                     pass
             item = {"type": "function_call", "call_id": b.id, "name": b.name, "arguments": args}
+        elif kind == "item":
+            b = blocks[0]
+            assert type(b) is ProviderBlock
+            item = render_provider(b, KEY, f"{path}.content[{at}]")
         elif kind == "output":
             r = blocks[0]
             assert type(r) is ToolResultBlock
             output: Any = (
                 r.content
                 if isinstance(r.content, str)
-                else _render_parts(r.content, unit, assistant=False)
+                else _render_parts(
+                    r.content, unit, f"{path}.content[{at}].content", assistant=False
+                )
             )
             item = {"type": "function_call_output", "call_id": r.tool_use_id, "output": output}
         else:

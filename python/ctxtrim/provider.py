@@ -1,0 +1,269 @@
+"""What ctxtrim knows of each provider block and item it keeps verbatim: one table per format.
+
+A :class:`~ctxtrim.messages.ProviderBlock` holds a provider's dict exactly as it arrived (a
+server-side tool call, an MCP result, a document, an image behind a URL, a compaction item...).
+Its row in :data:`SPECS`, keyed by ``(format, wire type)``, says everything ctxtrim needs of it:
+
+* ``side``: which message role carries it (``"assistant"`` for what the model produced,
+  ``"user"`` for what the client sends, ``"system"`` for developer directives, ``"any"``);
+* ``pair`` and ``id_key``: whether it is one half of a call/result pair (``"call"`` /
+  ``"result"``) and where the pairing id is. The pair-safe index pairs these ids exactly as it
+  pairs ``ToolUseBlock.id`` with ``ToolResultBlock.tool_use_id``, so no cut, strategy or
+  drop-in ever separates a ``computer_call`` from its ``computer_call_output`` or a
+  ``mcp_approval_request`` from its response. A call and its result inside the same message
+  (Anthropic's ``server_tool_use`` and its ``*_tool_result``) pair within that message;
+* ``level``: for the formats whose content is nested, whether the block is a content part of a
+  message (``"part"``), a conversation item of its own (``"item"``, Responses), an entry of an
+  assistant message's ``tool_calls`` (``"tool_call"``, Chat), a field of that message
+  (``"field"``, Chat's legacy ``function_call``) or a whole message (``"message"``, Chat's
+  legacy ``function`` role);
+* ``price``: how it counts toward a budget. ``"json"``: its JSON less the ``opaque`` keys
+  (encrypted or base64 payloads no model reads as text) is estimated as text; ``"image"``: one
+  image at the flat image price (an image behind a URL or a file id, whose size is unknown);
+  ``"document"``: a PDF by its pages (:data:`PDF_PAGE_TOKENS` each), a text document by its text;
+  ``"none"``: nothing (a marker the model never reads);
+* ``compaction``: the block is a provider's summary of everything before it.
+
+Invariant: every wire type of the official SDKs' unions (anthropic ``BetaContentBlockParam``
+and ``BetaContentBlock``, openai ``ResponseInputItem`` with its content parts, Chat
+Completions' message, part and tool-call unions) has a row; ``tests/formats/test_sdk_members.py``
+generates every member from the installed SDKs and fails on one without a row. A type with no
+row (newer than the table) is kept verbatim when it has no id field (``id``, ``call_id``,
+``tool_use_id``...), as content of the message it arrived in; one with an id field may be half
+of a pair the table does not know, so the readers refuse it, naming the type.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import _core
+
+if TYPE_CHECKING:
+    from .messages import ProviderBlock
+
+__all__ = [
+    "FORMATS",
+    "PDF_PAGE_TOKENS",
+    "SPECS",
+    "UNKNOWN_DOCUMENT_TOKENS",
+    "Spec",
+    "facts",
+    "spec_of",
+    "wire_type",
+]
+
+#: The formats a provider block can come from (the ``Message.meta`` keys of their records).
+FORMATS = frozenset({"anthropic", "openai_chat", "openai_responses"})
+
+#: The price of one PDF page, text and page image together: Anthropic documents 1,500 to
+#: 3,000 tokens a page for text plus the page's image; the middle is taken.
+PDF_PAGE_TOKENS = 2_000
+
+Side = Literal["user", "assistant", "system", "any"]
+Pair = Literal["call", "result", ""]
+Level = Literal["part", "item", "tool_call", "field", "message"]
+Price = Literal["json", "image", "document", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One row: what ctxtrim knows of a provider block or item (see the module docstring)."""
+
+    side: Side
+    pair: Pair = ""
+    id_key: str = ""
+    level: Level = "part"
+    price: Price = "json"
+    opaque: tuple[str, ...] = ()
+    compaction: bool = False
+
+
+_S = Spec
+
+# Anthropic: every block is a content block of a message. Server-side tools and MCP answer in
+# the same assistant message as their call.
+_ANTHROPIC: dict[str, Spec] = {
+    "image": _S("user", price="image"),  # kept verbatim for url and file sources
+    "document": _S("user", price="document"),
+    "search_result": _S("user"),
+    "container_upload": _S("user"),
+    "tool_addition": _S("any"),
+    "tool_removal": _S("any"),
+    "server_tool_use": _S("assistant", "call", "id"),
+    "mcp_tool_use": _S("assistant", "call", "id"),
+    "web_search_tool_result": _S("assistant", "result", "tool_use_id", opaque=("content",)),
+    "web_fetch_tool_result": _S("assistant", "result", "tool_use_id"),
+    "advisor_tool_result": _S("assistant", "result", "tool_use_id"),
+    "code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
+    "bash_code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
+    "text_editor_code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
+    "tool_search_tool_result": _S("assistant", "result", "tool_use_id"),
+    "mcp_tool_result": _S("assistant", "result", "tool_use_id"),
+    "mcp_tool_listing": _S("assistant"),
+    "fallback": _S("assistant", price="none"),
+    "compaction": _S("assistant", opaque=("encrypted_content", "signature"), compaction=True),
+}
+
+# OpenAI Responses: conversation items (``level="item"``) and message content parts. Hosted
+# tools whose item holds its own result (web search, file search, code interpreter, image
+# generation, MCP calls and listings) pair with nothing.
+_ITEM = "item"
+_RESPONSES: dict[str, Spec] = {
+    # content parts of a message or a function_call_output
+    "input_image": _S("user", price="image"),  # kept verbatim for URLs and file ids
+    "input_file": _S("user", price="document"),
+    "input_audio": _S("user", opaque=("data",)),
+    "refusal": _S("assistant"),
+    # items the model produced
+    "web_search_call": _S("assistant", level=_ITEM),
+    "file_search_call": _S("assistant", level=_ITEM),
+    "code_interpreter_call": _S("assistant", level=_ITEM),
+    "image_generation_call": _S("assistant", level=_ITEM, price="image", opaque=("result",)),
+    "mcp_call": _S("assistant", level=_ITEM),
+    "mcp_list_tools": _S("assistant", level=_ITEM),
+    "item_reference": _S("assistant", level=_ITEM, price="none"),
+    "compaction": _S("assistant", level=_ITEM, opaque=("encrypted_content",), compaction=True),
+    "computer_call": _S("assistant", "call", "call_id", _ITEM),
+    "local_shell_call": _S("assistant", "call", "call_id", _ITEM),
+    "shell_call": _S("assistant", "call", "call_id", _ITEM),
+    "apply_patch_call": _S("assistant", "call", "call_id", _ITEM),
+    "custom_tool_call": _S("assistant", "call", "call_id", _ITEM),
+    "program": _S("assistant", "call", "call_id", _ITEM),
+    "tool_search_call": _S("assistant", "call", "call_id", _ITEM),
+    "mcp_approval_request": _S("assistant", "call", "id", _ITEM),
+    # what the client sends back
+    "computer_call_output": _S("user", "result", "call_id", _ITEM, "image", opaque=("output",)),
+    # local_shell_call_output's ``id`` is the call's ``call_id`` (the SDK says so).
+    "local_shell_call_output": _S("user", "result", "id", _ITEM),
+    "shell_call_output": _S("user", "result", "call_id", _ITEM),
+    "apply_patch_call_output": _S("user", "result", "call_id", _ITEM),
+    "custom_tool_call_output": _S("user", "result", "call_id", _ITEM),
+    "program_output": _S("user", "result", "call_id", _ITEM),
+    "tool_search_output": _S("user", "result", "call_id", _ITEM),
+    "mcp_approval_response": _S("user", "result", "approval_request_id", _ITEM),
+    "compaction_trigger": _S("user", level=_ITEM, price="none"),
+    # developer directives
+    "additional_tools": _S("system", level=_ITEM),
+    "configuration_update": _S("system", level=_ITEM, price="none"),
+}
+
+# OpenAI Chat Completions: content parts, custom tool calls, and the legacy function calling
+# (no ids on the wire: the reader gives each call and its answer one ``pair_id``).
+_CHAT: dict[str, Spec] = {
+    "image_url": _S("user", price="image"),  # kept verbatim for http(s) URLs
+    "input_audio": _S("user", opaque=("input_audio",)),
+    "file": _S("user", price="document"),
+    "refusal": _S("assistant"),
+    "custom": _S("assistant", "call", "id", "tool_call"),
+    "function_call": _S("assistant", "call", level="field"),
+    "function": _S("user", "result", level="message"),
+}
+
+#: The tables, by format and wire type.
+SPECS: Mapping[str, Mapping[str, Spec]] = {
+    "anthropic": _ANTHROPIC,
+    "openai_responses": _RESPONSES,
+    "openai_chat": _CHAT,
+}
+
+#: The keys that may hold a pairing id, for a type with no row (see the module docstring).
+ID_KEYS = ("id", "call_id", "tool_use_id", "tool_call_id", "approval_request_id")
+
+#: A type with no row, and no id field: content of the message it arrived in.
+UNKNOWN = Spec("any")
+
+
+def wire_type(format: str, data: Mapping[str, Any]) -> str:
+    """The wire type of a provider dict: its ``"type"``, or for the dicts that have none, what
+    stands for it (Responses' ``item_reference`` may omit it; Chat's legacy ``function_call``
+    field and ``function`` message never had one)."""
+    kind = data.get("type")
+    if isinstance(kind, str):
+        return kind
+    if format == "openai_responses" and "role" not in data and "id" in data:
+        return "item_reference"
+    if format == "openai_chat":
+        if "function_call" in data:
+            return "function_call"
+        if data.get("role") == "function":
+            return "function"
+    return ""
+
+
+def spec_of(format: str, data: Mapping[str, Any]) -> Spec | None:
+    """The row of ``data``; :data:`UNKNOWN` for a type with no row and no id field; None for
+    a type with no row that has one (it may pair: refused)."""
+    spec = SPECS[format].get(wire_type(format, data))
+    if spec is not None:
+        return spec
+    if any(key in data for key in ID_KEYS):
+        return None
+    return UNKNOWN
+
+
+#: The price of a document whose size cannot be read (behind a URL or a file id): five PDF
+#: pages. Too high trims a little early; too low sends a request the provider refuses.
+UNKNOWN_DOCUMENT_TOKENS = 5 * PDF_PAGE_TOKENS
+
+_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
+
+
+def facts(block: ProviderBlock) -> tuple[str | None, str | None, bool, str, int, int]:
+    """What the core reads of a provider block (once per message): ``(call id, answered id,
+    opens a user turn, text to price, extra tokens, flat-priced images)``."""
+    spec = block.spec
+    call_id = block.call_id
+    uses = call_id if spec.pair == "call" else None
+    answers = call_id if spec.pair == "result" else None
+    opens_turn = spec.side == "user" and not spec.pair and spec.price != "none"
+    if spec.price == "none":
+        return uses, answers, opens_turn, "", 0, 0
+    if spec.price == "document":
+        text, tokens = _document(block.format, block.data)
+        return uses, answers, opens_turn, text, tokens, 0
+    data = block.data
+    if spec.opaque:
+        data = {k: v for k, v in data.items() if k not in spec.opaque}
+    text = _core.compact_json(data)
+    return uses, answers, opens_turn, text, 0, int(spec.price == "image")
+
+
+def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
+    """A document's ``(text to price, extra tokens)``: a PDF by its pages, text by its text,
+    :data:`UNKNOWN_DOCUMENT_TOKENS` for one behind a URL or a file id."""
+    payload: object = None
+    if format == "anthropic":
+        source = data.get("source")
+        if isinstance(source, Mapping):
+            kind = source.get("type")
+            if kind == "text":
+                return str(source.get("data", "")), 0
+            if kind == "content":
+                return _core.compact_json({"content": source.get("content")}), 0
+            if kind == "base64":
+                payload = source.get("data")
+    elif format == "openai_responses":
+        payload = data.get("file_data")
+    else:
+        file = data.get("file")
+        if isinstance(file, Mapping):
+            payload = file.get("file_data")
+    if not isinstance(payload, str):
+        return "", UNKNOWN_DOCUMENT_TOKENS
+    _, comma, encoded = payload.rpartition(",")  # a data URL, or bare base64
+    try:
+        raw = base64.b64decode(encoded if comma else payload, validate=False)
+    except (binascii.Error, ValueError):
+        return "", UNKNOWN_DOCUMENT_TOKENS
+    if raw.startswith(b"%PDF"):
+        return "", max(1, len(_PAGE.findall(raw))) * PDF_PAGE_TOKENS
+    try:
+        return raw.decode("utf-8"), 0  # a text file sent inline
+    except UnicodeDecodeError:
+        return "", UNKNOWN_DOCUMENT_TOKENS
