@@ -13,6 +13,7 @@ from __future__ import annotations
 from ctxtrim.messages import (
     Block,
     ImageBlock,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -28,6 +29,7 @@ __all__ = [
     "Block",
     "ContentBlock",
     "ImageBlock",
+    "ProviderBlock",
     "ReasoningBlock",
     "TextBlock",
     "ToolResultBlock",

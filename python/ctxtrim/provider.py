@@ -22,7 +22,8 @@ Its row in :data:`SPECS`, keyed by ``(format, wire type)``, says everything ctxt
   image at the flat image price (an image behind a URL or a file id, whose size is unknown);
   ``"document"``: a PDF by its pages (:data:`PDF_PAGE_TOKENS` each), a text document by its text;
   ``"none"``: nothing (a marker the model never reads);
-* ``compaction``: the block is a provider's summary of everything before it.
+* ``compaction``: the block is a provider's summary of everything before it;
+* ``partner``: the wire type of the other half of a pair, where there is one.
 
 Invariant: every wire type of the official SDKs' unions (anthropic ``BetaContentBlockParam``
 and ``BetaContentBlock``, openai ``ResponseInputItem`` with its content parts, Chat
@@ -38,7 +39,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -54,6 +55,7 @@ __all__ = [
     "UNKNOWN_DOCUMENT_TOKENS",
     "Spec",
     "facts",
+    "price",
     "spec_of",
     "wire_type",
 ]
@@ -82,6 +84,7 @@ class Spec:
     price: Price = "json"
     opaque: tuple[str, ...] = ()
     compaction: bool = False
+    partner: str = ""
 
 
 _S = Spec
@@ -92,19 +95,31 @@ _ANTHROPIC: dict[str, Spec] = {
     "image": _S("user", price="image"),  # kept verbatim for url and file sources
     "document": _S("user", price="document"),
     "search_result": _S("user"),
+    # in a tool_result's content: a tool the result makes available, a browser's state
+    "tool_reference": _S("user"),
+    "browser_state": _S("user"),
     "container_upload": _S("user"),
     "tool_addition": _S("any"),
     "tool_removal": _S("any"),
+    # server_tool_use's result type depends on the tool (its ``name``): no one partner.
     "server_tool_use": _S("assistant", "call", "id"),
-    "mcp_tool_use": _S("assistant", "call", "id"),
-    "web_search_tool_result": _S("assistant", "result", "tool_use_id", opaque=("content",)),
-    "web_fetch_tool_result": _S("assistant", "result", "tool_use_id"),
-    "advisor_tool_result": _S("assistant", "result", "tool_use_id"),
-    "code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
-    "bash_code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
-    "text_editor_code_execution_tool_result": _S("assistant", "result", "tool_use_id"),
-    "tool_search_tool_result": _S("assistant", "result", "tool_use_id"),
-    "mcp_tool_result": _S("assistant", "result", "tool_use_id"),
+    "mcp_tool_use": _S("assistant", "call", "id", partner="mcp_tool_result"),
+    **{
+        result: _S("assistant", "result", "tool_use_id", partner="server_tool_use")
+        for result in (
+            "web_fetch_tool_result",
+            "advisor_tool_result",
+            "code_execution_tool_result",
+            "bash_code_execution_tool_result",
+            "text_editor_code_execution_tool_result",
+            "tool_search_tool_result",
+        )
+    },
+    # Its results carry encrypted page content the model reads only through citations.
+    "web_search_tool_result": _S(
+        "assistant", "result", "tool_use_id", opaque=("content",), partner="server_tool_use"
+    ),
+    "mcp_tool_result": _S("assistant", "result", "tool_use_id", partner="mcp_tool_use"),
     "mcp_tool_listing": _S("assistant"),
     "fallback": _S("assistant", price="none"),
     "compaction": _S("assistant", opaque=("encrypted_content", "signature"), compaction=True),
@@ -113,7 +128,7 @@ _ANTHROPIC: dict[str, Spec] = {
 # OpenAI Responses: conversation items (``level="item"``) and message content parts. Hosted
 # tools whose item holds its own result (web search, file search, code interpreter, image
 # generation, MCP calls and listings) pair with nothing.
-_ITEM = "item"
+_ITEM: Level = "item"
 _RESPONSES: dict[str, Spec] = {
     # content parts of a message or a function_call_output
     "input_image": _S("user", price="image"),  # kept verbatim for URLs and file ids
@@ -129,24 +144,38 @@ _RESPONSES: dict[str, Spec] = {
     "mcp_list_tools": _S("assistant", level=_ITEM),
     "item_reference": _S("assistant", level=_ITEM, price="none"),
     "compaction": _S("assistant", level=_ITEM, opaque=("encrypted_content",), compaction=True),
-    "computer_call": _S("assistant", "call", "call_id", _ITEM),
-    "local_shell_call": _S("assistant", "call", "call_id", _ITEM),
-    "shell_call": _S("assistant", "call", "call_id", _ITEM),
-    "apply_patch_call": _S("assistant", "call", "call_id", _ITEM),
-    "custom_tool_call": _S("assistant", "call", "call_id", _ITEM),
-    "program": _S("assistant", "call", "call_id", _ITEM),
-    "tool_search_call": _S("assistant", "call", "call_id", _ITEM),
-    "mcp_approval_request": _S("assistant", "call", "id", _ITEM),
+    **{
+        call: _S("assistant", "call", "call_id", _ITEM, partner=output)
+        for call, output in (
+            ("computer_call", "computer_call_output"),
+            ("local_shell_call", "local_shell_call_output"),
+            ("shell_call", "shell_call_output"),
+            ("apply_patch_call", "apply_patch_call_output"),
+            ("custom_tool_call", "custom_tool_call_output"),
+            ("program", "program_output"),
+            ("tool_search_call", "tool_search_output"),
+        )
+    },
+    "mcp_approval_request": _S("assistant", "call", "id", _ITEM, partner="mcp_approval_response"),
     # what the client sends back
-    "computer_call_output": _S("user", "result", "call_id", _ITEM, "image", opaque=("output",)),
+    "computer_call_output": _S(
+        "user", "result", "call_id", _ITEM, "image", opaque=("output",), partner="computer_call"
+    ),
     # local_shell_call_output's ``id`` is the call's ``call_id`` (the SDK says so).
-    "local_shell_call_output": _S("user", "result", "id", _ITEM),
-    "shell_call_output": _S("user", "result", "call_id", _ITEM),
-    "apply_patch_call_output": _S("user", "result", "call_id", _ITEM),
-    "custom_tool_call_output": _S("user", "result", "call_id", _ITEM),
-    "program_output": _S("user", "result", "call_id", _ITEM),
-    "tool_search_output": _S("user", "result", "call_id", _ITEM),
-    "mcp_approval_response": _S("user", "result", "approval_request_id", _ITEM),
+    "local_shell_call_output": _S("user", "result", "id", _ITEM, partner="local_shell_call"),
+    **{
+        output: _S("user", "result", "call_id", _ITEM, partner=call)
+        for call, output in (
+            ("shell_call", "shell_call_output"),
+            ("apply_patch_call", "apply_patch_call_output"),
+            ("custom_tool_call", "custom_tool_call_output"),
+            ("program", "program_output"),
+            ("tool_search_call", "tool_search_output"),
+        )
+    },
+    "mcp_approval_response": _S(
+        "user", "result", "approval_request_id", _ITEM, partner="mcp_approval_request"
+    ),
     "compaction_trigger": _S("user", level=_ITEM, price="none"),
     # developer directives
     "additional_tools": _S("system", level=_ITEM),
@@ -161,8 +190,8 @@ _CHAT: dict[str, Spec] = {
     "file": _S("user", price="document"),
     "refusal": _S("assistant"),
     "custom": _S("assistant", "call", "id", "tool_call"),
-    "function_call": _S("assistant", "call", level="field"),
-    "function": _S("user", "result", level="message"),
+    "function_call": _S("assistant", "call", level="field", partner="function"),
+    "function": _S("user", "result", level="message", partner="function_call"),
 }
 
 #: The tables, by format and wire type.
@@ -267,3 +296,10 @@ def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
         return raw.decode("utf-8"), 0  # a text file sent inline
     except UnicodeDecodeError:
         return "", UNKNOWN_DOCUMENT_TOKENS
+
+
+def price(block: ProviderBlock, count: Callable[[str], int]) -> int:
+    """The tokens of a provider block with ``count`` counting its text (an exact counter's
+    tokenizer): its text, its fixed tokens and its flat-priced images."""
+    _, _, _, text, extra, images = facts(block)
+    return count(text) + extra + images * _core.IMAGE_TOKENS

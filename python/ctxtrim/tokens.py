@@ -39,10 +39,12 @@ from ctxtrim.messages import (
     COUNTS_SLOT,
     ImageBlock,
     Message,
+    ProviderBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
 )
+from ctxtrim.provider import price
 
 _json_encode = msgspec.json.encode
 
@@ -355,7 +357,7 @@ class ExactTokenCounter:
     def count_text(self, text: str) -> int:
         return self._count(text) if text else 0
 
-    def _result(self, content: str | tuple[TextBlock | ImageBlock, ...]) -> int:
+    def _result(self, content: str | tuple[TextBlock | ImageBlock | ProviderBlock, ...]) -> int:
         """A tool result's content: a `tool` message's."""
         if isinstance(content, str):
             return self._roles["tool"] + (self._utf8(content) if content else 0)
@@ -365,6 +367,8 @@ class ExactTokenCounter:
                 n += self._utf8(item.text) if item.text else 0
             elif type(item) is ImageBlock:
                 n += image_tokens(item.data, encoding=self.encoding)
+            elif type(item) is ProviderBlock:
+                n += price(item, self._utf8)
         return n
 
     def count_message(self, message: Message) -> int:
@@ -387,7 +391,10 @@ class ExactTokenCounter:
                 body += count(_json_encode(block.input).decode())  # type: ignore[union-attr]
                 others = True
             elif kind is ImageBlock:
-                body += image_tokens(block.data, encoding=self.encoding)  # type: ignore[union-attr]
+                body += image_tokens(block.data, encoding=self.encoding)  # type: ignore[arg-type, union-attr]
+                others = True
+            elif kind is ProviderBlock:
+                body += price(block, count)  # type: ignore[arg-type]
                 others = True
             else:  # reasoning: Chat Completions does not send it back
                 others = True

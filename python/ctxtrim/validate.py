@@ -7,6 +7,14 @@ a user message. ``repair`` applies the core's repair plan: it drops what cannot 
 answered, renames duplicate ids, answers dangling calls with an error result and puts a
 user turn first. The plan depends only on the input, so the same broken history always
 repairs to the same messages (byte-identical, so provider prompt caches keep hitting).
+
+Provider blocks (:class:`~ctxtrim.messages.ProviderBlock`) pair by the ids their format's
+table names, as tool calls and results do, and are repaired the same way, with one
+difference: an unanswered provider call (a ``computer_call``, a ``server_tool_use``...) is
+dropped, with the reasoning block right before it, rather than answered, because its answer
+has a shape of the provider's (a screenshot, a search result) that ctxtrim cannot make up.
+A call and its result in one message (a server tool and its result) pair within it and are
+not counted as calls or results of the message (the positions the plan gives).
 """
 
 from __future__ import annotations
@@ -17,7 +25,15 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxtrim import _core
-from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import (
+    Block,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -90,12 +106,14 @@ def repair(messages: Sequence[Message]) -> list[Message]:
             out.append(Message.user(MISSING_USER_TURN))
         if i in dropped:
             continue
+        unanswered = insert_after.get(i, [])
         message = _edit_blocks(
             message,
             drop_results.get(i, set()),
             rename_uses.get(i, {}),
             rename_results.get(i, {}),
         )
+        message, unanswered = _drop_provider_calls(message, unanswered)
         if pending:
             if message.role == "user":
                 message = msgspec.structs.replace(message, content=(*pending, *message.content))
@@ -105,7 +123,7 @@ def repair(messages: Sequence[Message]) -> list[Message]:
         out.append(message)
         pending = [
             ToolResultBlock(tool_use_id=id_, content=INTERRUPTED_RESULT, is_error=True)
-            for id_ in insert_after.get(i, ())
+            for id_ in unanswered
         ]
     if pending:
         out.append(Message("user", tuple(pending)))
@@ -123,18 +141,83 @@ def _edit_blocks(
         return message
     content: list[object] = []
     use_pos = result_pos = 0
-    for block in message.content:
-        if isinstance(block, ToolResultBlock):
+    for block, side in zip(message.content, _sides(message.content), strict=True):
+        if side == "result":
             pos, result_pos = result_pos, result_pos + 1
             if pos in drop:
                 continue
             if pos in rename_results:
-                block = msgspec.structs.replace(block, tool_use_id=rename_results[pos])
-        elif isinstance(block, ToolUseBlock):
+                block = _renamed(block, rename_results[pos])
+        elif side == "call":
             pos, use_pos = use_pos, use_pos + 1
             if pos in rename_uses:
-                block = msgspec.structs.replace(block, id=rename_uses[pos])
+                block = _renamed(block, rename_uses[pos])
         content.append(block)
     if not content:  # the plan drops emptied messages; keep a valid message regardless
         content.append(TextBlock(text=MISSING_USER_TURN))
     return msgspec.structs.replace(message, content=tuple(content))
+
+
+def _sides(blocks: Sequence[Block]) -> list[str]:
+    """For each block, whether the core counts it as a ``"call"``, a ``"result"`` or neither
+    (``""``): tool calls and results, and provider blocks whose row pairs them, except a call
+    and its result in the same message, which pair within it (as the core reads them)."""
+    sides: list[str] = []
+    for b in blocks:
+        if type(b) is ToolUseBlock:
+            sides.append("call")
+        elif type(b) is ToolResultBlock:
+            sides.append("result")
+        elif type(b) is ProviderBlock:
+            sides.append(b.spec.pair)
+        else:
+            sides.append("")
+    ids = {
+        "call": {_id(b) for b, s in zip(blocks, sides, strict=True) if s == "call"},
+        "result": {_id(b) for b, s in zip(blocks, sides, strict=True) if s == "result"},
+    }
+    within = ids["call"] & ids["result"]
+    return ["" if s and _id(b) in within else s for b, s in zip(blocks, sides, strict=True)]
+
+
+def _id(block: Block) -> str | None:
+    if type(block) is ToolUseBlock:
+        return block.id
+    if type(block) is ToolResultBlock:
+        return block.tool_use_id
+    if type(block) is ProviderBlock:
+        return block.call_id
+    return None
+
+
+def _renamed(block: Block, new_id: str) -> Block:
+    if type(block) is ToolUseBlock:
+        return msgspec.structs.replace(block, id=new_id)
+    if type(block) is ToolResultBlock:
+        return msgspec.structs.replace(block, tool_use_id=new_id)
+    assert type(block) is ProviderBlock
+    return block.with_call_id(new_id)
+
+
+def _drop_provider_calls(message: Message, unanswered: list[str]) -> tuple[Message, list[str]]:
+    """Drop the unanswered provider calls among ``unanswered`` (with the reasoning block right
+    before each); the ids left are tool calls, to be answered with an error result."""
+    calls = {
+        b.call_id
+        for b, side in zip(message.content, _sides(message.content), strict=True)
+        if side == "call" and type(b) is ProviderBlock
+    }
+    dropped = calls.intersection(unanswered)
+    if not dropped:
+        return message, unanswered
+    content: list[Block] = []
+    for b in message.content:
+        if type(b) is ProviderBlock and b.call_id in dropped and b.spec.pair == "call":
+            if content and type(content[-1]) is ReasoningBlock:
+                content.pop()  # a reasoning item is rejected without the item it preceded
+            continue
+        content.append(b)
+    if not content:
+        content.append(TextBlock(text=MISSING_USER_TURN))
+    kept = [id_ for id_ in unanswered if id_ not in dropped]
+    return msgspec.structs.replace(message, content=tuple(content)), kept

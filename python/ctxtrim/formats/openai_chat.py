@@ -155,7 +155,8 @@ def _inline(part: dict[str, Any], p: str) -> bool:
 def _tool_calls(value: Any, path: str, unit: Unit, first: int, *, keep_raw: bool) -> list[Block]:
     calls = expect_list(value, path)
     out: list[Block] = []
-    records: list[dict[str, Any]] = list(unit.get("parts", [{}] * first))
+    records: list[dict[str, Any]] = list(unit.get("parts", []))
+    records += [{}] * (first - len(records))  # the blocks before the calls have none
     for k, raw in enumerate(calls):
         p = f"{path}[{k}]"
         call = expect_dict(raw, p)

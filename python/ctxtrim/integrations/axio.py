@@ -37,6 +37,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ctxtrim import _core
 from ctxtrim._core import MessageLog
 from ctxtrim.errors import CompactionSettingsError, InvalidMessage
 from ctxtrim.integrations._common import missing_extra
@@ -44,6 +45,7 @@ from ctxtrim.messages import (
     Block,
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -120,6 +122,10 @@ def _block_to_axio(b: Block) -> Any:
         return ab.ToolUseBlock(b.id, b.name, dict(b.input))
     if isinstance(b, ReasoningBlock):
         return ab.ReasoningBlock(text=b.text, signature=b.signature, redacted=b.redacted)
+    if isinstance(b, ProviderBlock):
+        # axio has no block for a provider's own (a server tool call, a document): its JSON,
+        # as text the model still reads, rather than a silent drop.
+        return ab.TextBlock(_core.compact_json(dict(b.data)))
     content = b.content if isinstance(b.content, str) else [_block_to_axio(c) for c in b.content]
     return ab.ToolResultBlock(b.tool_use_id, content, b.is_error)
 

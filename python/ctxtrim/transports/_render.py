@@ -23,6 +23,7 @@ from ctxtrim._text import clip_text
 from ctxtrim.messages import (
     ImageBlock,
     Message,
+    ProviderBlock,
     ReasoningBlock,
     TextBlock,
     ToolResultBlock,
@@ -87,6 +88,8 @@ def result_text(block: ToolResultBlock) -> str:
             parts.append(part.text)
         elif isinstance(part, ImageBlock):
             parts.append(f"[image: {part.media_type}]")
+        elif isinstance(part, ProviderBlock):
+            parts.append(f"[{part.wire_type}: {_json(part.data)}]")
     return "\n".join(parts)
 
 
@@ -116,6 +119,9 @@ def _render_message(
             yield f"[{speaker} sent an image: {block.media_type}]"
         elif isinstance(block, ReasoningBlock):
             continue  # private chain of thought; the conclusions are in the text blocks
+        elif isinstance(block, ProviderBlock):  # a server tool, a document...: its JSON
+            data = clip_text(_json(block.data), max_result_chars, ELLIPSIS)
+            yield f"[{speaker} {block.wire_type}: {data}]"
 
 
 def render_transcript(
