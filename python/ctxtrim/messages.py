@@ -492,6 +492,38 @@ _ALLOWED: dict[str, frozenset[type]] = {
 }
 
 
+def pair_sides(blocks: Sequence[Block]) -> list[tuple[str, str | None]]:
+    """For each block, how the pair-safe index counts it: ``("call", id)`` (a tool call, or a
+    provider block its row makes a call), ``("result", id)``, or ``("", None)``. A call and its
+    result in the same message (a server-side tool and its result) pair within it and count
+    as neither, as the core reads them."""
+    sides: list[tuple[str, str | None]] = []
+    for b in blocks:
+        if type(b) is ToolUseBlock:
+            sides.append(("call", b.id))
+        elif type(b) is ToolResultBlock:
+            sides.append(("result", b.tool_use_id))
+        elif type(b) is ProviderBlock and b.spec.pair:
+            sides.append((b.spec.pair, b.call_id))
+        else:
+            sides.append(("", None))
+    calls = {i for side, i in sides if side == "call"}
+    within = calls & {i for side, i in sides if side == "result"}
+    if within:
+        sides = [("", None) if i in within else (side, i) for side, i in sides]
+    return sides
+
+
+def pair_ids(message: Message) -> tuple[list[str], list[str]]:
+    """``(calls, results)``: the ids ``message`` issues and answers (see :func:`pair_sides`)."""
+    calls: list[str] = []
+    results: list[str] = []
+    for side, i in pair_sides(message.content):
+        if i is not None:
+            (calls if side == "call" else results).append(i)
+    return calls, results
+
+
 # --------------------------------------------------------------------------------------------
 # Usage
 

@@ -33,6 +33,7 @@ from ctxtrim.messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    pair_sides,
 )
 
 __all__ = [
@@ -141,7 +142,7 @@ def _edit_blocks(
         return message
     content: list[object] = []
     use_pos = result_pos = 0
-    for block, side in zip(message.content, _sides(message.content), strict=True):
+    for block, (side, _) in zip(message.content, pair_sides(message.content), strict=True):
         if side == "result":
             pos, result_pos = result_pos, result_pos + 1
             if pos in drop:
@@ -158,38 +159,6 @@ def _edit_blocks(
     return msgspec.structs.replace(message, content=tuple(content))
 
 
-def _sides(blocks: Sequence[Block]) -> list[str]:
-    """For each block, whether the core counts it as a ``"call"``, a ``"result"`` or neither
-    (``""``): tool calls and results, and provider blocks whose row pairs them, except a call
-    and its result in the same message, which pair within it (as the core reads them)."""
-    sides: list[str] = []
-    for b in blocks:
-        if type(b) is ToolUseBlock:
-            sides.append("call")
-        elif type(b) is ToolResultBlock:
-            sides.append("result")
-        elif type(b) is ProviderBlock:
-            sides.append(b.spec.pair)
-        else:
-            sides.append("")
-    ids = {
-        "call": {_id(b) for b, s in zip(blocks, sides, strict=True) if s == "call"},
-        "result": {_id(b) for b, s in zip(blocks, sides, strict=True) if s == "result"},
-    }
-    within = ids["call"] & ids["result"]
-    return ["" if s and _id(b) in within else s for b, s in zip(blocks, sides, strict=True)]
-
-
-def _id(block: Block) -> str | None:
-    if type(block) is ToolUseBlock:
-        return block.id
-    if type(block) is ToolResultBlock:
-        return block.tool_use_id
-    if type(block) is ProviderBlock:
-        return block.call_id
-    return None
-
-
 def _renamed(block: Block, new_id: str) -> Block:
     if type(block) is ToolUseBlock:
         return msgspec.structs.replace(block, id=new_id)
@@ -203,8 +172,8 @@ def _drop_provider_calls(message: Message, unanswered: list[str]) -> tuple[Messa
     """Drop the unanswered provider calls among ``unanswered`` (with the reasoning block right
     before each); the ids left are tool calls, to be answered with an error result."""
     calls = {
-        b.call_id
-        for b, side in zip(message.content, _sides(message.content), strict=True)
+        call_id
+        for b, (side, call_id) in zip(message.content, pair_sides(message.content), strict=True)
         if side == "call" and type(b) is ProviderBlock
     }
     dropped = calls.intersection(unanswered)

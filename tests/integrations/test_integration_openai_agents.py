@@ -150,6 +150,76 @@ def test_get_items_limit_never_returns_an_orphan_output(kind: str, closing: Clos
     asyncio.run(main())
 
 
+#: One call and its output of each client-side pair kind the Responses format has.
+PROVIDER_PAIRS = [
+    (
+        {
+            "type": "computer_call",
+            "id": "cu_1",
+            "call_id": "k1",
+            "action": {"type": "wait"},
+            "pending_safety_checks": [],
+            "status": "completed",
+        },
+        {
+            "type": "computer_call_output",
+            "call_id": "k1",
+            "output": {"type": "computer_screenshot", "image_url": "https://x/s.png"},
+        },
+    ),
+    (
+        {"type": "custom_tool_call", "call_id": "k2", "name": "patch", "input": "diff"},
+        {"type": "custom_tool_call_output", "call_id": "k2", "output": "ok"},
+    ),
+    (
+        {
+            "type": "mcp_approval_request",
+            "id": "k3",
+            "name": "rm",
+            "arguments": "{}",
+            "server_label": "fs",
+        },
+        {"type": "mcp_approval_response", "approval_request_id": "k3", "approve": False},
+    ),
+    (
+        {
+            "type": "local_shell_call",
+            "id": "ls_1",
+            "call_id": "k4",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["ls"], "env": {}},
+        },
+        {"type": "local_shell_call_output", "id": "k4", "output": "a.py"},
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_get_items_limit_never_splits_any_kind_of_call_from_its_output(
+    kind: str, closing: Closing
+) -> None:
+    """Computer, custom-tool, MCP-approval and local-shell calls pair with their outputs as
+    function calls do: no ``limit`` returns an output without its call."""
+
+    async def main() -> None:
+        ours = make_session(kind, "s-pairs", closing)
+        items: list[dict[str, Any]] = [user("q")]
+        for call, output in PROVIDER_PAIRS:
+            items += [call, output]
+        await ours.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+        assert await ours.get_items() == items
+        for limit in range(1, len(items) + 1):
+            got = await ours.get_items(limit=limit)
+            start = len(items) - len(got)
+            assert got == items[start:]
+            # The calls sit at odd indices, their outputs right after: a window starts at
+            # the user message or at a call, never at an output.
+            assert start == 0 or start % 2 == 1, (limit, got[:1])
+            assert len(got) >= limit - 1
+
+    asyncio.run(main())
+
+
 def test_runner_input_through_the_callback_has_no_orphan(closing: Closing) -> None:
     async def main() -> None:
         theirs = closing(SQLiteSession("s1"))

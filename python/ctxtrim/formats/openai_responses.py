@@ -47,6 +47,7 @@ from ctxtrim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from ctxtrim.provider import SPECS
 
 from ._common import (
     RAW_ARGUMENTS,
@@ -75,6 +76,7 @@ __all__ = [
     "KEY",
     "SUMMARY_SEPARATOR",
     "from_openai_responses",
+    "item_pair",
     "to_openai_responses",
     "to_openai_responses_json",
 ]
@@ -376,6 +378,25 @@ _SHORT_ASSISTANT = {KEY: [{"t": "message", "n": 1, "short": True, "form": "str"}
 _fast_prefix: Callable[[list[Any]], tuple[list[Message], int]] = functools.partial(
     _core.responses_fast_prefix, RAW_ARGUMENTS
 )
+
+
+def item_pair(item: Any) -> tuple[str, str] | None:
+    """``("call", id)`` or ``("result", id)`` when the input item ``item`` is one half of a
+    call/result pair (a function call and its output, and every pair of the format's table:
+    computer, shell, apply-patch, custom-tool, program, tool-search calls, MCP approvals),
+    else None. For callers that keep the items themselves (the openai-agents session)."""
+    if type(item) is not dict:
+        return None
+    kind = item.get("type")
+    if kind == "function_call" or kind == "function_call_output":
+        call_id = item.get("call_id")
+        side = "call" if kind == "function_call" else "result"
+        return (side, call_id) if isinstance(call_id, str) else None
+    spec = SPECS[KEY].get(kind) if isinstance(kind, str) else None
+    if spec is None or not spec.pair:
+        return None
+    call_id = item.get(spec.id_key)
+    return (spec.pair, call_id) if isinstance(call_id, str) else None
 
 
 def read_common_item(data: dict[str, Any]) -> Message | None:

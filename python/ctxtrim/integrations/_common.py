@@ -30,7 +30,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ctxtrim import _core
 from ctxtrim._core import MessageLog
-from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Message, pair_ids
 
 T = TypeVar("T")
 
@@ -214,11 +214,9 @@ def closed_from(skeletons: Sequence[Message], start: int) -> list[bool]:
     out = [True] * (n - start + 1)
     pending: set[str] = set()
     for c in range(n - 1, start - 1, -1):
-        for b in skeletons[c].content:
-            if type(b) is ToolResultBlock:
-                pending.add(b.tool_use_id)
-            elif type(b) is ToolUseBlock:
-                pending.discard(b.id)
+        calls, results = pair_ids(skeletons[c])
+        pending.update(results)
+        pending.difference_update(calls)
         out[c - start] = not pending
     return out
 

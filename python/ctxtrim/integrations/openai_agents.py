@@ -15,14 +15,17 @@ and locks) with pair-safe reads and compaction and checked items.
 on any :class:`ctxtrim.ContextStore` — memory, SQLite, Redis, PostgreSQL. Items are
 Responses-API input items; each is stored as one ctxtrim message through
 :func:`ctxtrim.formats.from_openai_responses` (losslessly: ``to_openai_responses`` gives the
-item back), and item types the converter has no model for (``web_search_call``,
-``compaction``, ``item_reference`` …) are kept verbatim in ``Message.meta`` under
-:data:`ITEM_KEY`, with an assistant-side skeleton so they count and cut like the rest.
+item back; hosted and client-side tool items, MCP and compaction items are kept verbatim as
+:class:`ctxtrim.ProviderBlock` blocks and paired by the format's table, so every call and its
+output are kept or dropped together). An item the converter refuses (malformed, or of a type
+newer than its table) is kept verbatim in ``Message.meta`` under :data:`ITEM_KEY`, with a
+skeleton so it counts and cuts like the rest.
 
 Invariants: ``get_items(limit)`` returns at most ``limit`` items, chronological, and never
-starts with a ``function_call_output`` whose ``function_call`` it left out, nor splits
-parallel calls from their outputs (the cut moves forward to the next pair-safe item;
-openai-agents' ``SQLiteSession.get_items`` returns the orphan, as
+starts with an output whose call it left out (a ``function_call_output``, a
+``computer_call_output``...), nor splits parallel calls from their outputs (the cut moves
+forward to the next pair-safe item; openai-agents' ``SQLiteSession.get_items`` returns the
+orphan, as
 tests/integrations/test_integration_openai_agents.py shows).
 ``OpenAIResponsesCompactionSession`` (and ``EncryptedSession`` over it) compacts a bounded
 suffix atomically through ``_get_compaction_snapshot``, the private hook ``SQLiteSession``
@@ -50,6 +53,7 @@ from typing import Any, cast, overload
 from ctxtrim.errors import InvalidArgument, InvalidMessage, NotJSONData, StaleGenerationError
 from ctxtrim.formats.openai_responses import (
     from_openai_responses,
+    item_pair,
     read_common_item,
     render_common,
     to_openai_responses,
@@ -62,7 +66,7 @@ from ctxtrim.integrations._common import (
     missing_extra,
     take,
 )
-from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Message, pair_ids
 from ctxtrim.store import ContextStore, MemoryContextStore
 from ctxtrim.strategies import FitContextWindow
 from ctxtrim.tokens import TokenCounter
@@ -170,10 +174,8 @@ def _safe_tail(messages: Sequence[Message], limit: int) -> tuple[int, list[list[
 
 def _answers_before(kept: Sequence[Message], replaced: Sequence[Message]) -> bool:
     """Whether a tool result in ``replaced`` answers a tool call in ``kept``."""
-    calls = {b.id for m in kept for b in m.content if type(b) is ToolUseBlock}
-    return any(
-        type(b) is ToolResultBlock and b.tool_use_id in calls for m in replaced for b in m.content
-    )
+    calls = {call for m in kept for call in pair_ids(m)[0]}
+    return any(result in calls for m in replaced for result in pair_ids(m)[1])
 
 
 def _expired_prefix(messages: Sequence[Message], end: int, expired: Callable[[Any], bool]) -> int:
@@ -204,11 +206,12 @@ def _message_pairs(messages: Sequence[Message]) -> Iterator[tuple[int, int]]:
     """``(call, result)`` message indices of each tool result whose call comes before it."""
     where: dict[str, int] = {}
     for i, m in enumerate(messages):
-        for b in m.content:
-            if type(b) is ToolUseBlock:
-                where[b.id] = i
-            elif type(b) is ToolResultBlock and where.get(b.tool_use_id, i) < i:
-                yield where[b.tool_use_id], i
+        calls, results = pair_ids(m)
+        for result in results:
+            if where.get(result, i) < i:
+                yield where[result], i
+        for call in calls:
+            where[call] = i
 
 
 class CtxtrimSession:
@@ -389,11 +392,12 @@ class CtxtrimSession:
         self._closed = True
 
 
-def _call_id(item: Any, kind: str) -> Any:
-    """The ``call_id`` of ``item`` if it is a ``kind`` item (a JSON object), else None."""
-    if type(item) is dict and item.get("type") == kind:
-        return item.get("call_id")
-    return None
+def _call_id(item: Any, side: str) -> str | None:
+    """The pairing id of ``item`` if it is the ``side`` (``"call"`` or ``"result"``) of a
+    call/result pair — a function call or its output, and every other pair the Responses
+    format knows (computer, shell, MCP approval...) — else None."""
+    pair = item_pair(item)
+    return pair[1] if pair is not None and pair[0] == side else None
 
 
 def _first_pair_safe(items: Sequence[Any]) -> int:
@@ -404,11 +408,11 @@ def _first_pair_safe(items: Sequence[Any]) -> int:
     pending: set[Any] = set()
     for c in range(len(items) - 1, -1, -1):
         item = items[c]
-        output = _call_id(item, "function_call_output")
+        output = _call_id(item, "result")
         if output is not None:
             pending.add(output)
         else:
-            pending.discard(_call_id(item, "function_call"))
+            pending.discard(_call_id(item, "call"))
         if not pending:
             first = c
     return first
@@ -418,10 +422,10 @@ def _item_pairs(items: Sequence[Any]) -> Iterator[tuple[int, int]]:
     """``(call, output)`` indices of each ``function_call_output`` whose call comes before."""
     where: dict[Any, int] = {}
     for i, item in enumerate(items):
-        call = _call_id(item, "function_call")
+        call = _call_id(item, "call")
         if call is not None:
             where[call] = i
-        output = _call_id(item, "function_call_output")
+        output = _call_id(item, "result")
         if output is not None and where.get(output, i) < i:
             yield where[output], i
 
@@ -561,8 +565,8 @@ class CtxtrimSQLiteSession(SQLiteSession, CtxtrimSession):  # type: ignore[misc]
                     break
                 # Read on while the expired run goes on, or while a call it would drop may
                 # be answered further on (not in the snapshot: that starts pair-safe).
-                dropped = {_call_id(it, "function_call") for it in read[:expired]}
-                answered = {_call_id(it, "function_call_output") for it in read}
+                dropped = {_call_id(it, "call") for it in read[:expired]}
+                answered = {_call_id(it, "result") for it in read}
                 if expired < len(read) and dropped - {None} <= answered:
                     break
             drop = _last_safe_cut(_item_pairs(read), expired)
