@@ -116,6 +116,8 @@ pub struct Cuts {
     user: Positions,
     /// The earliest message the first real user message's results answer, if any.
     task_answers_from: Option<usize>,
+    /// The newest message holding a provider's compaction, if any.
+    newest_compaction: Option<usize>,
 }
 
 /// The always-kept head of a history (see [`Cuts::pinned_head`]).
@@ -154,6 +156,7 @@ impl Cuts {
             leading_system: 0,
             user: Positions::new(),
             task_answers_from: None,
+            newest_compaction: None,
         }
     }
 
@@ -242,7 +245,16 @@ impl Cuts {
             self.round_starts.push(stored(n));
         }
         self.last = Some((meta.role, real));
+        if meta.compaction {
+            self.newest_compaction = Some(n);
+        }
         self.len = n + 1;
+    }
+
+    /// The newest message holding a provider's compaction, if any. O(1).
+    #[must_use]
+    pub fn newest_compaction(&self) -> Option<usize> {
+        self.newest_compaction
     }
 
     /// Whether cut `i` is safe; false for `i > len`.

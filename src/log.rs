@@ -1247,6 +1247,12 @@ impl<P> MessageLog<P> {
         }
     }
 
+    /// The newest message holding a provider's compaction, if any. O(1).
+    #[must_use]
+    pub fn newest_compaction(&self) -> Option<usize> {
+        self.s.index.newest_compaction()
+    }
+
     /// The pinned head (see [`Cuts::pinned_head`]). O(log n).
     #[must_use]
     pub fn pinned_head(&self, pin_task: bool) -> PinnedHead {

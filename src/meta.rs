@@ -49,6 +49,9 @@ pub struct Meta {
     pub real_user: bool,
     /// The turn id the caller gave the message, if any (the log honours it).
     pub turn: Option<TurnId>,
+    /// The message holds a provider's compaction (Anthropic's `compaction` block, a Responses
+    /// `compaction` item): a summary standing for everything before it.
+    pub compaction: bool,
 }
 
 impl Meta {
@@ -62,6 +65,7 @@ impl Meta {
             tool_results: Ids::default(),
             real_user: false,
             turn: None,
+            compaction: false,
         }
     }
 
@@ -114,6 +118,13 @@ impl Meta {
 
     /// True for a user message that opens a user turn. `real_user` on a system or assistant
     /// message is ignored: only the user speaks a user turn.
+    /// Sets whether the message holds a provider's compaction.
+    #[must_use]
+    pub fn compaction(mut self, compaction: bool) -> Self {
+        self.compaction = compaction;
+        self
+    }
+
     /// Sets the caller-given turn id.
     #[must_use]
     pub fn with_turn(mut self, turn: TurnId) -> Self {

@@ -669,6 +669,15 @@ impl<F: Facts> CutIndex for Tail<F> {
         self.kth_last(|e| e.round, k)
     }
 
+    fn compaction_at_or_after(&self, i: usize) -> Answer<Option<usize>> {
+        if i < self.base {
+            return Err(NeedMore);
+        }
+        Ok((i..self.len)
+            .rev()
+            .find(|&p| self.entry(p).item.meta().compaction))
+    }
+
     fn fit_budget(&self, budget: u64, floor: usize) -> Answer<Cut> {
         let lo = self.lo();
         if floor > lo {

@@ -10,7 +10,8 @@
 //!
 //! Every rule then settles the cut: never below the head's floor, never past the start of the
 //! newest round, and, when no task is pinned and `start_with_user` is set, on a real user
-//! message (Anthropic and Gemini need a user turn first).
+//! message (Anthropic and Gemini need a user turn first). A window that trims then moves its
+//! cut up to the newest provider compaction it would keep (what that summarised goes first).
 //!
 //! The decisions only ask an index questions, so one implementation serves both kinds of
 //! history: a [`MessageLog`], which answers every question in O(log n), and a
@@ -65,6 +66,8 @@ pub trait CutIndex {
     fn kth_last_round_start(&self, k: usize) -> Answer<Option<usize>>;
     /// [`MessageLog::fit_budget`]: the longest safe suffix from `floor` on within `budget`.
     fn fit_budget(&self, budget: u64, floor: usize) -> Answer<Cut>;
+    /// The newest message at or after `i` that holds a provider's compaction, if any.
+    fn compaction_at_or_after(&self, i: usize) -> Answer<Option<usize>>;
 }
 
 impl<P> CutIndex for MessageLog<P> {
@@ -103,6 +106,9 @@ impl<P> CutIndex for MessageLog<P> {
     }
     fn fit_budget(&self, budget: u64, floor: usize) -> Answer<Cut> {
         Ok(MessageLog::fit_budget(self, budget, floor))
+    }
+    fn compaction_at_or_after(&self, i: usize) -> Answer<Option<usize>> {
+        Ok(self.newest_compaction().filter(|&k| k >= i))
     }
 }
 
@@ -272,6 +278,22 @@ fn settle(
     Ok(cut)
 }
 
+/// A provider's compaction stands for everything before it: a window that drops anything and
+/// keeps the newest compaction moves its cut up to it (to the safe cut at or before it), so
+/// what it summarised is dropped first. A window that keeps everything stays as it is (an
+/// index holds its suffix only when it trims).
+fn past_compaction(index: &impl CutIndex, head: &Head, cut: usize) -> Answer<usize> {
+    let from = cut.max(head.floor);
+    let head_kept: usize = head.ranges.iter().map(|(a, b)| b - a).sum();
+    if from == head.floor && head_kept == head.floor {
+        return Ok(cut); // the whole history
+    }
+    Ok(match index.compaction_at_or_after(from)? {
+        Some(k) => index.safe_cut_at_or_before(k)?.max(from),
+        None => cut,
+    })
+}
+
 /// Keep the head and everything from `start` (a turn or round start), moved back to a safe cut.
 fn keep_from(index: &impl CutIndex, options: Options, start: Option<usize>) -> Answer<Window> {
     let Some(start) = start else {
@@ -281,6 +303,7 @@ fn keep_from(index: &impl CutIndex, options: Options, start: Option<usize>) -> A
     let limit = newest_round_limit(index, head.floor)?;
     let cut = index.safe_cut_at_or_before(start)?;
     let cut = settle(index, options, &head, cut, false, limit)?;
+    let cut = past_compaction(index, &head, cut)?;
     Ok(keep(index, head, cut, false))
 }
 
@@ -305,6 +328,7 @@ pub fn decide(index: &impl CutIndex, rule: Rule, options: Options) -> Answer<Win
                 .index;
             let limit = newest_round_limit(index, head.floor)?;
             let cut = settle(index, options, &head, cut, true, limit)?;
+            let cut = past_compaction(index, &head, cut)?;
             let over = head_tokens + index.tokens(cut.max(head.floor), n)? > budget;
             Ok(keep(index, head, cut, over))
         }
@@ -324,6 +348,7 @@ pub fn decide(index: &impl CutIndex, rule: Rule, options: Options) -> Answer<Win
                 .min_by_key(|&c| (c.abs_diff(wanted), c))
                 .unwrap_or(limit);
             let cut = settle(index, options, &head, cut, false, limit)?;
+            let cut = past_compaction(index, &head, cut)?;
             Ok(keep(index, head, cut, false))
         }
     }

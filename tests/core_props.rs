@@ -121,14 +121,16 @@ fn chaos() -> impl Strategy<Value = Vec<Meta>> {
         prop::collection::vec(id.clone(), 0..3),
         prop::collection::vec(id, 0..3),
         any::<bool>(),
+        prop::bool::weighted(0.1),
     )
-        .prop_map(|(role, uses, results, real)| Meta {
+        .prop_map(|(role, uses, results, real, compaction)| Meta {
             role,
             tokens: 1,
             tool_uses: uses.into_iter().map(Arc::from).collect(),
             tool_results: results.into_iter().map(Arc::from).collect(),
             real_user: real,
             turn: None,
+            compaction,
         });
     prop::collection::vec(meta, 0..25)
 }

@@ -400,6 +400,9 @@ class MessageLog:
 
     @property
     def total_tokens(self) -> int: ...
+    @property
+    def newest_compaction(self) -> int | None:
+        """The index of the newest message holding a provider's compaction, or None."""
     def calibrate(self, reported_input_tokens: int) -> None:
         """Anchor the estimate to the provider's reported input tokens."""
 

@@ -474,6 +474,7 @@ def cmd_trim(args: argparse.Namespace) -> int:
                 "entries_after": entries_after,
                 "dropped_entries": doc.entries - entries_after,
                 "dropped_turns": report.dropped_turns,
+                "dropped_compacted": report.dropped_compacted,
                 "clipped_tool_outputs": clipped,
                 "tokens_before": report.tokens_before,
                 "tokens_after": report.tokens_after,
@@ -491,6 +492,11 @@ def cmd_trim(args: argparse.Namespace) -> int:
         note(f"repaired {len(violations)} violation(s) first")
     if kept_raw:
         note(f"kept the arguments of {kept_raw} tool call(s) as raw text (not valid JSON)")
+    if report.dropped_compacted:
+        note(
+            f"{report.dropped_compacted} dropped message(s) came before the provider's newest "
+            "compaction, which summarises them"
+        )
     status = (
         f"OVER BUDGET (exit code 3): the minimum kept (system prompt, task and newest round) "
         f"needs ~{report.tokens_after:,} tokens"

@@ -391,9 +391,9 @@ class ProviderBlock(_BlockBase, frozen=True, tag="provider"):
         data = {**self.data, self.spec.id_key: new_id}
         return ProviderBlock(self.format, data)
 
-    def _facts(self) -> tuple[str | None, str | None, bool, str, int, int]:
+    def _facts(self) -> tuple[str | None, str | None, bool, bool, str, int, int]:
         """What the core reads (once per message): ``(call id, answered id, opens a user
-        turn, text to price, extra tokens, flat-priced images)``."""
+        turn, is a compaction, text to price, extra tokens, flat-priced images)``."""
         return _provider.facts(self)
 
 

@@ -243,24 +243,25 @@ UNKNOWN_DOCUMENT_TOKENS = 5 * PDF_PAGE_TOKENS
 _PAGE = re.compile(rb"/Type\s*/Page(?!s)")
 
 
-def facts(block: ProviderBlock) -> tuple[str | None, str | None, bool, str, int, int]:
+def facts(block: ProviderBlock) -> tuple[str | None, str | None, bool, bool, str, int, int]:
     """What the core reads of a provider block (once per message): ``(call id, answered id,
-    opens a user turn, text to price, extra tokens, flat-priced images)``."""
+    opens a user turn, is a compaction, text to price, extra tokens, flat-priced images)``."""
     spec = block.spec
     call_id = block.call_id
     uses = call_id if spec.pair == "call" else None
     answers = call_id if spec.pair == "result" else None
     opens_turn = spec.side == "user" and not spec.pair and spec.price != "none"
+    pairing = (uses, answers, opens_turn, spec.compaction)
     if spec.price == "none":
-        return uses, answers, opens_turn, "", 0, 0
+        return (*pairing, "", 0, 0)
     if spec.price == "document":
         text, tokens = _document(block.format, block.data)
-        return uses, answers, opens_turn, text, tokens, 0
+        return (*pairing, text, tokens, 0)
     data = block.data
     if spec.opaque:
         data = {k: v for k, v in data.items() if k not in spec.opaque}
     text = _core.compact_json(data)
-    return uses, answers, opens_turn, text, 0, int(spec.price == "image")
+    return (*pairing, text, 0, int(spec.price == "image"))
 
 
 def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
@@ -301,5 +302,5 @@ def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
 def price(block: ProviderBlock, count: Callable[[str], int]) -> int:
     """The tokens of a provider block with ``count`` counting its text (an exact counter's
     tokenizer): its text, its fixed tokens and its flat-priced images."""
-    _, _, _, text, extra, images = facts(block)
+    *_, text, extra, images = facts(block)
     return count(text) + extra + images * _core.IMAGE_TOKENS

@@ -24,6 +24,7 @@ the log's index. Every message's facts (tokens, role, tool ids) are read once an
 
 from __future__ import annotations
 
+import bisect
 from abc import ABC
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,7 +77,10 @@ class TrimReport:
     ``dropped`` and ``changed`` are input indices (``changed``: kept but rewritten in place,
     e.g. a clipped tool result); ``dropped_messages`` and ``changed_messages`` are their
     sizes; ``inserted`` counts messages the strategy made (a placeholder);
-    ``dropped_turns`` counts the real user messages (turn starts) dropped. ``over_budget``
+    ``dropped_turns`` counts the real user messages (turn starts) dropped;
+    ``dropped_compacted`` counts the dropped messages that a provider's compaction (an
+    Anthropic ``compaction`` block, a Responses ``compaction`` item) already summarised: those
+    before the newest one, which a trimming window drops first. ``over_budget``
     is true when a token budget applies and even the minimum a strategy keeps (the pinned
     head plus the newest round) is over it. Plain fields, so ``dataclasses.asdict`` gives
     a JSON-ready dict.
@@ -95,6 +99,7 @@ class TrimReport:
     tokens_after: int
     budget: int | None = None
     over_budget: bool = False
+    dropped_compacted: int = 0
 
     @property
     def unchanged(self) -> bool:
@@ -266,7 +271,13 @@ def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
         tokens_after=tokens_after,
         budget=out.budget,
         over_budget=out.over_budget,
+        dropped_compacted=_dropped_before(dropped, inp.log.newest_compaction),
     )
+
+
+def _dropped_before(dropped: tuple[int, ...], end: int | None) -> int:
+    """How many of the ``dropped`` indices (ascending) are below ``end`` (none for None)."""
+    return 0 if end is None else bisect.bisect_left(dropped, end)
 
 
 # ============================================================================================

@@ -308,6 +308,7 @@ pub fn meta_of(
         meta.tool_results = ids.results.into();
     }
     meta.real_user = role == Role::User && other_content;
+    meta.compaction = ids.compaction;
     let turn = msg.getattr(intern!(py, "turn"))?;
     if !turn.is_none() {
         let text: &str = turn.extract()?;
@@ -333,10 +334,12 @@ pub fn tokens_of(msg: &Bound<'_, PyAny>, path: &str, encoding: Encoding) -> PyRe
 struct ToolIds {
     uses: Vec<Arc<str>>,
     results: Vec<Arc<str>>,
+    compaction: bool,
 }
 
 /// Walks the blocks of a checked message: adds their tokens to `tally` and, given `ids`,
-/// collects the tool ids. Returns whether the message holds anything besides tool results.
+/// collects the tool ids (and whether a provider's compaction is among the blocks). Returns
+/// whether the message holds anything besides tool results.
 fn walk_content(
     c: &Classes,
     msg: &Bound<'_, PyAny>,
@@ -370,6 +373,7 @@ fn walk_content(
                 ids.uses.extend(facts.uses.as_deref().map(Arc::<str>::from));
                 ids.results
                     .extend(facts.answers.as_deref().map(Arc::<str>::from));
+                ids.compaction |= facts.compaction;
             }
             return Ok(());
         }
@@ -410,6 +414,8 @@ pub struct ProviderFacts {
     pub answers: Option<String>,
     /// Whether it makes a user message a real user turn (a document, not a tool output).
     pub opens_turn: bool,
+    /// Whether it is a provider's compaction (a summary of everything before it).
+    pub compaction: bool,
     text: String,
     extra: u32,
     images: u32,
@@ -439,13 +445,15 @@ impl ProviderFacts {
 
 /// Reads a `ProviderBlock`'s `_facts()`.
 pub fn provider_facts(block: &Bound<'_, PyAny>) -> PyResult<ProviderFacts> {
-    let (uses, answers, opens_turn, text, extra, images) = block
+    type Read = (Option<String>, Option<String>, bool, bool, String, u32, u32);
+    let (uses, answers, opens_turn, compaction, text, extra, images) = block
         .call_method0(intern!(block.py(), "_facts"))?
-        .extract::<(Option<String>, Option<String>, bool, String, u32, u32)>()?;
+        .extract::<Read>()?;
     Ok(ProviderFacts {
         uses,
         answers,
         opens_turn,
+        compaction,
         text,
         extra,
         images,

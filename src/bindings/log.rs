@@ -587,6 +587,12 @@ impl PyMessageLog {
         self.indexed(py).total_tokens()
     }
 
+    /// The index of the newest message holding a provider's compaction, or None.
+    #[getter]
+    fn newest_compaction(&self, py: Python<'_>) -> Option<usize> {
+        self.indexed(py).newest_compaction()
+    }
+
     /// Anchor the estimate to the input tokens the provider reported for the current history.
     fn calibrate(&self, py: Python<'_>, reported_input_tokens: u64) -> PyResult<()> {
         self.writable()?;
