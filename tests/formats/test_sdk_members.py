@@ -370,12 +370,19 @@ def test_the_cli_trims_a_history_of_every_member(fmt: str, tmp_path: Path) -> No
             cwd=ROOT,
         )
 
-    proc = run("validate", path, "--format", name)
+    proc = run("validate", path)  # the format detected
     assert proc.returncode == 0, proc.stderr
     counter = ctxtrim.HeuristicTokenCounter()
     total = sum(counter.count_message(m) for m in from_x(make(2)))
     proc = run("trim", path, "--format", name, "--max-tokens", total // 3, "-o", out)
     assert proc.returncode in (0, 3), proc.stderr
-    window = from_x(json.loads(out.read_text(encoding="utf-8")))
+    trimmed = json.loads(out.read_text(encoding="utf-8"))
+    window = from_x(trimmed)
     assert validate(window) == []
     assert len(window) < len(from_x(make(2)))
+    # Every entry written is one of the input's, unchanged, in order.
+    entries = make(2)["messages"] if fmt == "anthropic" else make(2)
+    written = trimmed["messages"] if fmt == "anthropic" else trimmed
+    at = 0
+    for entry in written:
+        at = entries.index(entry, at) + 1

@@ -18,9 +18,15 @@ prompt first as one system message.
 
 What Anthropic cannot carry, and :func:`to_anthropic` drops: ``compact_summary``,
 ``Message.name``/``id``/``turn``/``usage``/``meta`` (other than this module's record), the
-text of a redacted reasoning block. Images in assistant messages raise ``InvalidMessage``;
-image sources other than base64 (URLs, file ids) and block types other than the six above
-are rejected by :func:`from_anthropic`.
+text of a redacted reasoning block. Images in assistant messages raise ``InvalidMessage``.
+
+Every other block — an image by URL or file id, documents, search results, server-side and
+MCP tool calls with their results, container uploads, compaction... — is kept verbatim as a
+:class:`~ctxtrim.messages.ProviderBlock` in the message it came in, paired and priced by its
+row of :data:`ctxtrim.provider.SPECS`, and written back unchanged (a server tool's result
+pairs with its call in the same assistant message). Another format's provider block raises
+``InvalidMessage`` naming it, except an image behind an http(s) URL, which becomes an
+``image`` with a ``url`` source.
 
 Lossless: ``cache_control``, ``citations`` and other fields ctxtrim has no place for, and
 content given as a string rather than a list, are kept in ``Message.meta["anthropic"]`` and

@@ -10,7 +10,14 @@ Mapping:
 * a run of consecutive ``tool`` messages → **one** user message of ``ToolResultBlock``\\ s
   (ctxtrim's model, Anthropic's too); converting back splits it into one ``tool`` message per
   result, in order. A ``user`` message right after the tool messages stays its own message;
-* ``name`` ↔ ``Message.name`` (user, assistant and system messages).
+* ``name`` ↔ ``Message.name`` (user, assistant and system messages);
+* anything else — ``image_url`` parts with an http(s) URL, ``input_audio``, ``file`` and
+  ``refusal`` parts, ``custom`` tool calls (answered by ``tool`` messages like function
+  calls), the legacy ``function_call`` field and ``function`` messages (paired in order: the
+  wire has no ids) — is kept verbatim as a :class:`~ctxtrim.messages.ProviderBlock`, paired
+  and priced by its row of :data:`ctxtrim.provider.SPECS`, and written back unchanged.
+  Another format's provider block raises ``InvalidMessage`` naming it, except an image
+  behind an http(s) URL (an ``image_url`` part).
 
 What Chat Completions cannot carry, and so is dropped by :func:`to_openai_chat`: reasoning
 blocks, ``ToolResultBlock.is_error`` and ``compact_summary``, ``Message.id``/``turn``/

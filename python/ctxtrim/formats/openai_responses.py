@@ -20,8 +20,16 @@ What the Responses format cannot carry, and :func:`to_openai_responses` drops: r
 reasoning (Anthropic's ``redacted_thinking``), ``ToolResultBlock.is_error`` and
 ``compact_summary``, ``Message.name``/``id``/``turn``/``usage``/``meta`` (other than this
 module's record). Images in assistant messages raise
-:class:`~ctxtrim.errors.InvalidMessage`. Item types other than the four above (built-in tool
-calls such as ``web_search_call``, ``item_reference``) are rejected.
+:class:`~ctxtrim.errors.InvalidMessage`.
+
+Every other item and content part — hosted tool calls (``web_search_call``...), client-side
+tool calls and their outputs (``computer_call`` / ``computer_call_output``, shell, apply-patch,
+custom tools, programs, tool search), MCP items, ``compaction``, ``item_reference``, images by
+URL or file id, files, audio — is kept verbatim as a :class:`~ctxtrim.messages.ProviderBlock`,
+paired and priced by its row of :data:`ctxtrim.provider.SPECS`: the model's items join the
+assistant message, outputs the user message of results, developer directives a system
+message; each is written back as the item it was. Another format's provider block raises
+``InvalidMessage`` naming it, except an image behind an http(s) URL (an ``input_image``).
 
 Lossless: item ``id`` and ``status``, ``annotations``/``logprobs`` of output text, an image's
 ``detail``, the exact ``arguments`` text, how the summary was split, the short message form
