@@ -46,7 +46,8 @@ from ctxtrim import __version__
 from ctxtrim.errors import CtxtrimError
 from ctxtrim.formats import FORMATS, InvalidToolArguments, detect, dump, load, parse_json
 from ctxtrim.formats._common import loads_arguments, raw_arguments
-from ctxtrim.messages import Message, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Message, ProviderBlock, ToolUseBlock, pair_sides
+from ctxtrim.provider import price
 from ctxtrim.strategies import (
     ContextStrategy,
     FitContextWindow,
@@ -54,7 +55,7 @@ from ctxtrim.strategies import (
     Pipeline,
     TruncateToolOutputs,
 )
-from ctxtrim.tokens import HeuristicTokenCounter
+from ctxtrim.tokens import HeuristicTokenCounter, estimate_tokens
 from ctxtrim.validate import Violation, repair, validate
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_OVER_BUDGET", "EXIT_VIOLATIONS", "main"]
@@ -520,24 +521,32 @@ def stats(messages: Sequence[Message]) -> dict[str, Any]:
     tokens = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
     counts = {"system": 0, "user": 0, "assistant": 0, "tool": 0}
     calls: set[str] = set()
-    pairs = 0
+    pairs = n_calls = 0
+    provider: dict[str, list[int]] = {}  # wire type -> [count, tokens]
     for m in messages:
+        sides = pair_sides(m.content)
         role = (
             "tool"
-            if m.role == "user" and m.content and all(type(b) is ToolResultBlock for b in m.content)
+            if m.role == "user" and m.content and all(side == "result" for side, _ in sides)
             else m.role
         )
         tokens[role] += counter.count_message(m)
         counts[role] += 1
-        for r in m.tool_results:
-            if r.tool_use_id in calls:
+        for side, call_id in sides:
+            if side == "result" and call_id in calls:
                 pairs += 1
-                calls.discard(r.tool_use_id)
-        calls.update(u.id for u in m.tool_uses)
+                calls.discard(call_id)
+        issued = [call_id for side, call_id in sides if side == "call" and call_id is not None]
+        calls.update(issued)
+        n_calls += len(issued)
+        for b in _provider_blocks(m):
+            row = provider.setdefault(f"{b.format}:{b.wire_type}", [0, 0])
+            row[0] += 1
+            row[1] += price(b, estimate_tokens)
     return {
         "messages": len(messages),
         "turns": sum(1 for m in messages if m.is_real_user),
-        "tool_calls": sum(len(m.tool_uses) for m in messages),
+        "tool_calls": n_calls,
         "tool_pairs": pairs,
         "tool_errors": sum(1 for m in messages for r in m.tool_results if r.is_error),
         "invalid_arguments": sum(
@@ -547,7 +556,17 @@ def stats(messages: Sequence[Message]) -> dict[str, Any]:
         "tokens_by_role": tokens,
         "tokens": sum(tokens.values()),
         "violations": len(validate(messages)),
+        "provider_items": {k: {"count": c, "tokens": t} for k, (c, t) in sorted(provider.items())},
     }
+
+
+def _provider_blocks(m: Message) -> list[ProviderBlock]:
+    """The provider blocks of a message, those inside its tool results too."""
+    out = [b for b in m.content if type(b) is ProviderBlock]
+    for r in m.tool_results:
+        if not isinstance(r.content, str):
+            out += [b for b in r.content if type(b) is ProviderBlock]
+    return out
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -576,6 +595,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
             f"  {label:<12} ~{s['tokens_by_role'][role]:>8,} in {s['messages_by_role'][role]} "
             "message(s)"
         )
+    if s["provider_items"]:
+        lines.append("provider items (kept verbatim)")
+        for kind, row in s["provider_items"].items():
+            lines.append(f"  {kind:<50} {row['count']:>5} ~{row['tokens']:>8,} tokens")
     out("\n".join(lines) + "\n")
     return EXIT_OK
 

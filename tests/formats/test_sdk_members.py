@@ -372,6 +372,14 @@ def test_the_cli_trims_a_history_of_every_member(fmt: str, tmp_path: Path) -> No
 
     proc = run("validate", path)  # the format detected
     assert proc.returncode == 0, proc.stderr
+    proc = run("stats", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    kinds: dict[str, int] = {}
+    for b in provider_blocks(from_x(make(2))):
+        kinds[f"{b.format}:{b.wire_type}"] = kinds.get(f"{b.format}:{b.wire_type}", 0) + 1
+    listed = json.loads(proc.stdout)["provider_items"]
+    assert {k: v["count"] for k, v in listed.items()} == kinds
+    assert all(v["tokens"] >= 0 for v in listed.values())
     counter = ctxtrim.HeuristicTokenCounter()
     total = sum(counter.count_message(m) for m in from_x(make(2)))
     proc = run("trim", path, "--format", name, "--max-tokens", total // 3, "-o", out)
