@@ -144,8 +144,9 @@ _RESPONSES: dict[str, Spec] = {
     "mcp_list_tools": _S("assistant", level=_ITEM),
     "item_reference": _S("assistant", level=_ITEM, price="none"),
     "compaction": _S("assistant", level=_ITEM, opaque=("encrypted_content",), compaction=True),
+    # client-side tool calls and what the client sends back, both by their ``call_id``
     **{
-        call: _S("assistant", "call", "call_id", _ITEM, partner=output)
+        row_type: row
         for call, output in (
             ("computer_call", "computer_call_output"),
             ("local_shell_call", "local_shell_call_output"),
@@ -155,24 +156,18 @@ _RESPONSES: dict[str, Spec] = {
             ("program", "program_output"),
             ("tool_search_call", "tool_search_output"),
         )
+        for row_type, row in (
+            (call, _S("assistant", "call", "call_id", _ITEM, partner=output)),
+            (output, _S("user", "result", "call_id", _ITEM, partner=call)),
+        )
     },
-    "mcp_approval_request": _S("assistant", "call", "id", _ITEM, partner="mcp_approval_response"),
-    # what the client sends back
+    # ... but for these: a screenshot is an image; local_shell_call_output's ``id`` is the
+    # call's ``call_id`` (the SDK says so).
     "computer_call_output": _S(
         "user", "result", "call_id", _ITEM, "image", opaque=("output",), partner="computer_call"
     ),
-    # local_shell_call_output's ``id`` is the call's ``call_id`` (the SDK says so).
     "local_shell_call_output": _S("user", "result", "id", _ITEM, partner="local_shell_call"),
-    **{
-        output: _S("user", "result", "call_id", _ITEM, partner=call)
-        for call, output in (
-            ("shell_call", "shell_call_output"),
-            ("apply_patch_call", "apply_patch_call_output"),
-            ("custom_tool_call", "custom_tool_call_output"),
-            ("program", "program_output"),
-            ("tool_search_call", "tool_search_output"),
-        )
-    },
+    "mcp_approval_request": _S("assistant", "call", "id", _ITEM, partner="mcp_approval_response"),
     "mcp_approval_response": _S(
         "user", "result", "approval_request_id", _ITEM, partner="mcp_approval_request"
     ),

@@ -151,7 +151,7 @@ def test_get_items_limit_never_returns_an_orphan_output(kind: str, closing: Clos
 
 
 #: One call and its output of each client-side pair kind the Responses format has.
-PROVIDER_PAIRS = [
+PROVIDER_PAIRS: list[tuple[dict[str, Any], dict[str, Any]]] = [
     (
         {
             "type": "computer_call",
@@ -206,7 +206,7 @@ def test_get_items_limit_never_splits_any_kind_of_call_from_its_output(
         items: list[dict[str, Any]] = [user("q")]
         for call, output in PROVIDER_PAIRS:
             items += [call, output]
-        await ours.add_items(items)  # type: ignore[arg-type]  # plain dicts are the items' wire form
+        await ours.add_items(items)
         assert await ours.get_items() == items
         for limit in range(1, len(items) + 1):
             got = await ours.get_items(limit=limit)

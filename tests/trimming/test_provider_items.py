@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 
@@ -32,6 +35,8 @@ from ctxtrim.formats import (
     to_openai_responses,
 )
 from ctxtrim.provider import PDF_PAGE_TOKENS, UNKNOWN_DOCUMENT_TOKENS
+
+from store_backends import BACKENDS, Backend, opened
 
 COUNT = HeuristicTokenCounter().count_message
 
@@ -176,7 +181,7 @@ def test_a_compaction_after_a_pending_call_keeps_the_call() -> None:
 # Pricing
 
 
-def _priced(block: dict[str, Any], role: str = "user") -> int:
+def _priced(block: dict[str, Any], role: Literal["user", "assistant"] = "user") -> int:
     message = from_anthropic([{"role": role, "content": [block]}])[0]
     return COUNT(message) - COUNT(Message(role, ()))
 
@@ -233,7 +238,7 @@ def test_provider_blocks_are_immutable_and_validated() -> None:
     raw["id"] = "changed"
     assert block.data["id"] == "s1"  # a frozen copy
     with pytest.raises(TypeError):
-        block.data["id"] = "x"  # type: ignore[index]
+        block.data["id"] = "x"
     with pytest.raises(TypeError):
         block.data["input"]["q"] = "y"
     assert block.call_id == "s1" and block.wire_type == "server_tool_use"
@@ -336,3 +341,53 @@ def test_a_block_another_format_cannot_express_raises_naming_it_and_the_target(
         to_x(from_anthropic(messages))
     assert all(n in e.value.reason for n in needles), e.value.reason
     assert e.value.path.startswith("messages[")
+
+
+# --------------------------------------------------------------------------------------------
+# Stores
+
+
+@pytest.mark.parametrize("factory", BACKENDS)
+async def test_every_store_keeps_provider_blocks_and_trims_them_pair_safely(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    """The example sessions' provider blocks are stored, read back equal (a fresh handle
+    decodes them), and a budget trim of the stored history validates and renders back."""
+    sessions = Path(__file__).resolve().parents[2] / "examples" / "sessions"
+    histories = [
+        (
+            from_anthropic(json.loads((sessions / "anthropic_server_tools.json").read_text())),
+            to_anthropic,
+        ),
+        (
+            from_openai_responses(
+                json.loads((sessions / "openai_responses_tools.json").read_text())
+            ),
+            to_openai_responses,
+        ),
+    ]
+    backend = factory(tmp_path)
+    try:
+        for k, (history, to_x) in enumerate(histories):
+            async with opened(backend, f"provider-{k}") as writer:
+                await store_and_check(writer, history, to_x)
+            if backend.persistent:  # a fresh handle decodes what was stored
+                async with opened(backend, f"provider-{k}") as reader:
+                    await store_and_check(reader, history, to_x, append=False)
+    finally:
+        await backend.cleanup()
+
+
+async def store_and_check(
+    store: ctxtrim.ContextStore, history: list[Message], to_x: Any, *, append: bool = True
+) -> None:
+    if append:
+        await store.append_many(history)
+    stored = await store.get_history()
+    assert stored == history
+    assert to_x(stored) == to_x(history)
+    strategy = FitContextWindow(sum(COUNT(m) for m in history) // 3)
+    window = strategy.apply(await store.load_log())
+    assert window == strategy(history)
+    assert validate(window) == []
+    to_x(window)
