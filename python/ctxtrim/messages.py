@@ -32,7 +32,9 @@ Rules beyond field types:
 * ``role`` is ``"system"``, ``"user"`` or ``"assistant"``. Tool results travel in user
   messages (Anthropic's model), so ``ToolResultBlock`` is only allowed in user messages,
   ``ToolUseBlock`` and ``ReasoningBlock`` only in assistant messages, and system messages hold
-  only ``TextBlock``.
+  only ``TextBlock`` — and ``ProviderBlock``, which goes in the role its format's table names
+  (:data:`ctxtrim.provider.SPECS`: a server tool's call and result in an assistant message, a
+  computer-use screenshot in a user message, a developer directive in a system message).
 * ``Message(...)`` itself takes a list or tuple of blocks; a bare string is accepted only by
   the convenience constructors (:meth:`Message.user` and friends), where ``""`` means no block.
 * ``ImageBlock.media_type`` is exactly one of :data:`IMAGE_MEDIA_TYPES` (lower-case full MIME
@@ -832,13 +834,9 @@ class Message(_MessageOptions, frozen=True):
                     reason = f"expected a content block, got {_tname(block)}"
                 raise InvalidMessage(reason, f"content[{i}]")
             if type(block) is ProviderBlock:
-                side = block.spec.side
-                if side != "any" and side != role:
-                    raise InvalidMessage(
-                        f"a {block.format} {block.wire_type!r} block belongs in a {side} "
-                        f"message, not a {role} message",
-                        f"content[{i}]",
-                    )
+                problem = _provider.misplaced(block, role)
+                if problem:
+                    raise InvalidMessage(problem, f"content[{i}]")
         if self.id is not None:
             _check_nonempty_str(self.id, "id")
         turn = self.turn

@@ -55,6 +55,7 @@ __all__ = [
     "UNKNOWN_DOCUMENT_TOKENS",
     "Spec",
     "facts",
+    "misplaced",
     "price",
     "spec_of",
     "wire_type",
@@ -218,6 +219,14 @@ def wire_type(format: str, data: Mapping[str, Any]) -> str:
         if data.get("role") == "function":
             return "function"
     return ""
+
+
+def misplaced(block: ProviderBlock, role: str) -> str | None:
+    """Why a ``role`` message cannot carry ``block`` (its row names another role), or None."""
+    side = block.spec.side
+    if side == "any" or side == role:
+        return None
+    return f"a {block.wire_type} block belongs in a {side} message, not a {role} message"
 
 
 def spec_of(format: str, data: Mapping[str, Any]) -> Spec | None:

@@ -28,6 +28,7 @@ from msgspec.structs import force_setattr
 from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import IMAGE_MEDIA_TYPES, Block, ImageBlock, Message, ProviderBlock
+from ctxtrim.provider import misplaced
 
 T = TypeVar("T")
 
@@ -361,13 +362,9 @@ def provider_block(
         sub = e.path.removeprefix("data").removeprefix(".")
         where = f"{path}.{sub}" if sub and sub != "pair_id" else path
         raise InvalidMessage(e.reason, where) from None
-    if role is not None:
-        side = block.spec.side
-        if side not in ("any", role):
-            raise InvalidMessage(
-                f"a {block.wire_type} block belongs in a {side} message, not a {role} message",
-                f"{path}.type",
-            )
+    problem = misplaced(block, role) if role is not None else None
+    if problem:
+        raise InvalidMessage(problem, f"{path}.type")
     return block
 
 
