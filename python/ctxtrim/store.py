@@ -91,6 +91,36 @@ def _check_int64(name: str, value: object) -> int:
     return value
 
 
+#: The largest token count a store takes for a message: what every backend can hold
+#: (PostgreSQL's ``integer`` column; the log itself keeps unsigned 32-bit counts).
+MAX_MESSAGE_TOKENS = 2**31 - 1
+
+
+class _BadCount(InvalidArgument):
+    """A counter's count that is not a count, for the message at ``where``."""
+
+    def __init__(self, count: object, where: str) -> None:
+        self.count, self.where = count, where
+        super().__init__(
+            f"the token counter's count_message returned {count!r} for {where}; "
+            f"a token count is an int from 0 to {MAX_MESSAGE_TOKENS}"
+        )
+
+    def at(self, where: str) -> _BadCount:
+        """The same error for the message at ``where`` (``append`` names ``"message"``)."""
+        return _BadCount(self.count, where)
+
+
+def _counted(counter: TokenCounter, message: Message, where: str) -> int:
+    """``counter``'s count of ``message``, refused before anything is stored unless it is an
+    ``int`` (not ``bool``) from 0 to :data:`MAX_MESSAGE_TOKENS`: one bad count must not poison
+    a session, and every backend refuses it the same way."""
+    count = counter.count_message(message)
+    if type(count) is not int or not 0 <= count <= MAX_MESSAGE_TOKENS:
+        raise _BadCount(count, where)
+    return count
+
+
 def _check_upto(upto: object) -> int:
     if type(upto) is not int or upto < 0:
         raise InvalidArgument(f"upto must be an int >= 0, got {upto!r}")
@@ -378,7 +408,7 @@ class MemoryContextStore(ContextStore):
     def _counts(self, messages: Sequence[Message]) -> list[int] | None:
         if self._counter is None:
             return None
-        return [self._counter.count_message(m) for m in messages]
+        return [_counted(self._counter, m, f"messages[{i}]") for i, m in enumerate(messages)]
 
     @property
     def log(self) -> _core.MessageLog:
@@ -389,7 +419,7 @@ class MemoryContextStore(ContextStore):
         return self._log.snapshot()
 
     async def append(self, message: Message) -> None:
-        tokens = None if self._counter is None else self._counter.count_message(message)
+        tokens = None if self._counter is None else _counted(self._counter, message, "message")
         self._log.append(message, tokens=tokens)
 
     async def append_many(self, messages: Sequence[Message]) -> None:
@@ -448,7 +478,7 @@ class MemoryContextStore(ContextStore):
         for attempt in range(_REWRITE_ATTEMPTS):
             view = self._log.snapshot()
             index, message = _summarised(view.to_list(), tool_use_id, summary)
-            tokens = None if self._counter is None else self._counter.count_message(message)
+            tokens = None if self._counter is None else _counted(self._counter, message, "message")
             try:
                 self._log.replace_at(index, message, view.generation, tokens=tokens)
             except StaleGenerationError:

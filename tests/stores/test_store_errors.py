@@ -279,3 +279,47 @@ def test_the_error_classes_say_what_changed() -> None:
     assert issubclass(InvalidArgument, ValueError) and issubclass(InvalidArgument, CtxtrimError)
     err = OutcomeUnknownError("append: no reply", "append")
     assert err.operation == "append"
+
+
+class _BadCounter:
+    """A token counter whose count is not a count (a provider's counting endpoint that
+    answered garbage, a counter with a bug)."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def count_message(self, message: Message) -> object:
+        return self.value
+
+
+@pytest.mark.parametrize("factory", BACKENDS)
+async def test_a_count_that_is_not_a_count_is_refused_before_anything_is_stored(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    """-1, 2**31, 1.5 and True from a counter are an InvalidArgument naming the message, the
+    same on every backend, and nothing is stored: the session stays readable (a stored bad
+    count used to make every later read raise OverflowError)."""
+    backend = factory(tmp_path)
+    try:
+        async with opened(backend, "counts") as store:
+            await store.append(Message.user("kept"))
+            before = await _state(store)
+            for bad in (-1, 2**31, 2**32, 1.5, True, None):
+                store._counter = _BadCounter(bad)  # type: ignore[attr-defined]  # every backend keeps it there
+                calls: list[tuple[Callable[[], Awaitable[None]], str]] = [
+                    (lambda: store.append(Message.user("x")), "message"),
+                    (lambda: store.append_many([Message.user("x")]), "messages[0]"),
+                ]
+                for call, where in calls:
+                    with pytest.raises(InvalidArgument) as e:
+                        await call()
+                    assert str(e.value) == (
+                        f"the token counter's count_message returned {bad!r} for {where}; "
+                        "a token count is an int from 0 to 2147483647"
+                    )
+                assert await _state(store) == before
+            store._counter = _BadCounter(2**31 - 1)  # type: ignore[attr-defined]
+            await store.append(Message.user("the largest count"))
+            assert (await store.load_log()).token_counts()[-1] == 2**31 - 1
+    finally:
+        await backend.cleanup()

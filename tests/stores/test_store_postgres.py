@@ -229,3 +229,57 @@ async def test_a_closed_store_refuses_calls(schema: str) -> None:
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.append(Message.user("late"))
+
+
+async def test_a_handle_never_splices_a_session_deleted_and_created_again(schema: str) -> None:
+    """Session rows deleted by a retention job, then the session created again by another
+    process: a long-lived handle reads the new session as itself (never its tail pasted onto
+    the cached old head), and a compaction computed from the old view is refused."""
+    a = await PostgresContextStore.open(DSN, "chat-1", schema=schema)
+    b = await PostgresContextStore.open(DSN, "chat-1", schema=schema)
+    try:
+        await a.append_many(
+            [Message.user("old-0"), Message.assistant("old-1"), Message.user("old-2")]
+        )
+        assert [m.text for m in await a.get_history()] == ["old-0", "old-1", "old-2"]
+        _, old_generation = await a.snapshot()
+        await sql_rows("DELETE FROM {s}.ctxtrim_sessions", schema=schema)  # cascades
+        assert await a.get_history() == [] and await a.generation() == 0
+        new = [Message.user(f"new-{i}") for i in range(5)]
+        for m in new:
+            await b.append(m)
+        assert await a.get_history() == new
+        assert (await a.snapshot())[0] == new
+        with pytest.raises(StaleGenerationError):
+            await a.replace_prefix(2, [Message.user("summary of old")], old_generation)
+        assert await b.get_history() == new
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_schema_created_before_session_identity_migrates(schema: str) -> None:
+    """A schema at version 1 (sessions starting at generation 0) takes migration 2: its
+    sessions keep their generations, and a session created afterwards starts elsewhere."""
+    async with await psycopg.AsyncConnection.connect(DSN, autocommit=True) as conn:
+        await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+        await conn.execute("CREATE TABLE ctxtrim_schema (version integer PRIMARY KEY)")
+        await conn.execute(MIGRATIONS[0])
+        await conn.execute("INSERT INTO ctxtrim_schema (version) VALUES (1)")
+        await conn.execute("INSERT INTO ctxtrim_sessions (session_id) VALUES ('old'::bytea)")
+    old = await PostgresContextStore.open(DSN, "old", schema=schema)
+    try:
+        assert await old.generation() == 0
+        versions = await sql_rows("SELECT version FROM {s}.ctxtrim_schema", schema=schema)
+        assert sorted(versions) == [(v + 1,) for v in range(len(MIGRATIONS))]
+        await old.append(Message.user("x"))
+        assert await old.generation() == 0  # an existing session keeps its numbers
+        fresh = await old.fork()
+        other = await PostgresContextStore.open(DSN, "new", schema=schema)
+        await other.append(Message.user("y"))
+        assert await other.generation() > 10**15  # microseconds since 1970
+        for store in (fresh, other):
+            await store.close()
+    finally:
+        await old.close()

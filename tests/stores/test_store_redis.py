@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ctxtrim import InvalidArgument, InvalidMessage, Message, StaleGenerationError
+from ctxtrim import (
+    CorruptRecordError,
+    InvalidArgument,
+    InvalidMessage,
+    Message,
+    StaleGenerationError,
+)
 from ctxtrim.errors import StoreError
 
 if TYPE_CHECKING:
@@ -81,7 +87,11 @@ async def test_key_layout_is_hashed_ids_in_a_hash_tag_under_the_prefix(
     # every key of the session shares one hash tag, so a cluster keeps it on one slot;
     # the raw id lives only inside the meta hash and the sessions index
     meta = await client.hgetall(f"{prefix}:{{{h}}}:meta")
-    assert meta[b"sid"] == b"tenant:a" and meta[b"in"] == b"5" and meta[b"gen"] == b"0"
+    assert meta[b"sid"] == b"tenant:a" and meta[b"in"] == b"5"
+    # A session instance's generations start at the server's clock in microseconds.
+    assert (
+        int(meta[b"gen"]) > 10**15 and int(meta[b"created"]) // 1000 <= int(meta[b"gen"]) // 10**6
+    )
     assert await client.llen(f"{prefix}:{{{h}}}:log") == 2
     assert await client.zrange(f"{prefix}:sessions", 0, -1) == [b"tenant:a"]
 
@@ -242,11 +252,12 @@ async def test_bad_input_is_refused_before_any_io(client: Redis, prefix: str) ->
         await store.replace_prefix(-1, [], 0)
     after = {k: await client.dump(k) for k in await keys_under(client, prefix)}
     assert after == before  # no key written, not even a TTL renewal
+    g = await store.generation()  # opening created the session
     with pytest.raises(InvalidArgument, match="history length 0, got 1"):
-        await store.replace_prefix(1, [], 0)
+        await store.replace_prefix(1, [], g)
     with pytest.raises(StaleGenerationError):
         await store.replace_prefix(0, [], 5)
-    assert await store.get_history() == [] and await store.generation() == 0
+    assert await store.get_history() == [] and await store.generation() == g
     await store.close()
     with pytest.raises(StoreError, match="closed"):
         await store.get_history()
@@ -337,3 +348,69 @@ def test_the_stores_package_imports_without_the_server_extras() -> None:
     import ctxtrim.stores
 
     assert ctxtrim.stores.RedisContextStore is RedisContextStore
+
+
+async def test_a_handle_never_splices_a_session_that_expired_and_was_created_again(
+    client: Redis, prefix: str
+) -> None:
+    """The documented ``ttl`` expiry: a long-lived handle that read the old session, then
+    another process creates the session anew. The handle reads the new session as itself
+    (never its tail pasted onto the cached old head), and a compaction computed from the old
+    view is refused, not applied over the other writer's messages."""
+    a = await RedisContextStore.open(URL, "chat-1", prefix=prefix, ttl=0.3)
+    old = [Message.user("old-0"), Message.assistant("old-1"), Message.user("old-2")]
+    await a.append_many(old)
+    assert [m.text for m in await a.get_history()] == ["old-0", "old-1", "old-2"]
+    _, old_generation = await a.snapshot()
+    await asyncio.sleep(0.6)  # the session expires
+    b = await RedisContextStore.open(URL, "chat-1", prefix=prefix)
+    new = [Message.user(f"new-{i}") for i in range(5)]
+    for m in new:
+        await b.append(m)
+    assert await a.get_history() == new
+    assert (await a.snapshot())[0] == new
+    assert [m.text for m in (await a.load_log()).to_list()] == [m.text for m in new]
+    with pytest.raises(StaleGenerationError):
+        await a.replace_prefix(2, [Message.user("summary of old")], old_generation)
+    assert await b.get_history() == new
+    # The same after the keys vanish at once (a restart without persistence).
+    await a.get_history()
+    for key in await keys_under(client, prefix):
+        await client.delete(key)
+    assert await a.get_history() == [] and await a.generation() == 0
+    await b.append(Message.user("again"))
+    assert [m.text for m in await a.get_history()] == ["again"]
+    for store in (a, b):
+        await store.close()
+
+
+async def test_a_session_created_by_a_replace_from_generation_0_is_accepted(prefix: str) -> None:
+    """A session that does not exist (here: expired) reads as generation 0, and a
+    compare-and-swap from that view creates it."""
+    store = await RedisContextStore.open(URL, "fresh", prefix=prefix, ttl=0.2)
+    await asyncio.sleep(0.4)
+    assert await store.generation() == 0
+    await store.replace_prefix(0, [Message.user("first")], 0)
+    assert [m.text for m in await store.get_history()] == ["first"]
+    assert await store.generation() != 0
+    await store.close()
+
+
+async def test_a_stored_count_edited_by_hand_is_a_corrupt_record(
+    client: Redis, prefix: str
+) -> None:
+    """The count sits beside the CRC-checked payload: altered, it is a CorruptRecordError
+    naming the entry, not an OverflowError on every later read."""
+    store = await RedisContextStore.open(URL, "victim", prefix=prefix)
+    await store.append_many([Message.user("1"), Message.assistant("2")])
+    await store.close()
+    log_key = f"{prefix}:{{{sha('victim')}}}:log"
+    entry = await client.lindex(log_key, 1)
+    assert isinstance(entry, bytes)
+    crc, _, payload = entry.split(b" ", 2)
+    await client.lset(log_key, 1, crc + b" -5 " + payload)  # type: ignore[arg-type]  # bytes are what it stores
+    store = await RedisContextStore.open(URL, "victim", prefix=prefix)
+    with pytest.raises(CorruptRecordError, match="stored token count") as err:
+        await store.load_log()
+    assert (err.value.session_id, err.value.seq) == ("victim", 1)
+    await store.close()

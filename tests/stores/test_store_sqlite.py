@@ -117,6 +117,24 @@ async def test_corrupt_rows_raise_naming_the_row(tmp_path: Path) -> None:
         assert err.value.seq == 2
 
 
+async def test_a_stored_count_edited_by_hand_is_a_corrupt_record(tmp_path: Path) -> None:
+    """A token count altered in the file is a CorruptRecordError naming the row, not an
+    OverflowError on every later read."""
+    path = tmp_path / "c.db"
+    async with await SQLiteContextStore.open(path, "victim") as store:
+        await store.append_many([Message.user("1"), Message.assistant("2")])
+    for bad in (-5, 2**40):
+        raw = _raw(path)
+        try:
+            raw.execute("UPDATE ctxtrim_messages SET tokens = ? WHERE seq = 1", (bad,))
+        finally:
+            raw.close()
+        async with await SQLiteContextStore.open(path, "victim") as store:
+            with pytest.raises(CorruptRecordError, match="stored token count") as err:
+                await store.load_log()
+            assert (err.value.session_id, err.value.seq) == ("victim", 1)
+
+
 async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "n.db"
     await (await SQLiteContextStore.open(path)).close()

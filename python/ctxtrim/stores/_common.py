@@ -40,11 +40,14 @@ from ctxtrim.messages import Message
 from ctxtrim.store import (
     _INT64_MAX,
     _INT64_MIN,
+    MAX_MESSAGE_TOKENS,
+    _BadCount,
     _check_batch,
     _check_expected_length,
     _check_int64,
     _check_limit,
     _check_upto,
+    _counted,
     _preview,
     _tokens_overflow,
     _upto_past_end,
@@ -61,6 +64,7 @@ __all__ = [
     "TURN_ATTEMPTS",
     "LogCache",
     "LogCaches",
+    "append_one",
     "check_batch",
     "check_int64",
     "check_limit",
@@ -76,6 +80,7 @@ __all__ = [
     "log_caches",
     "payload_checksum",
     "preview",
+    "stored_count",
     "token_counts",
     "tokens_overflow",
     "turn_guard",
@@ -217,12 +222,38 @@ def decode_payload(
         ) from e
 
 
-def token_counts(messages: Sequence[Message], counter: TokenCounter | None) -> list[int]:
+def token_counts(
+    messages: Sequence[Message], counter: TokenCounter | None, path: str = "messages[{}]"
+) -> list[int]:
     """Per-message token counts stored with each row, so a loaded history is never
-    recounted: the exact ``counter`` when given, else the core's estimate."""
+    recounted: the exact ``counter`` when given (a count that is not one is an
+    :class:`InvalidArgument` naming ``path.format(i)``), else the core's estimate."""
     if counter is None:
         return [_core.message_tokens(m) for m in messages]
-    return [counter.count_message(m) for m in messages]
+    return [_counted(counter, m, path.format(i)) for i, m in enumerate(messages)]
+
+
+async def append_one(append_many: Callable[[list[Message]], Awaitable[None]], m: Message) -> None:
+    """``append(m)`` as ``append_many([m])``, its errors naming ``"message"`` as the memory
+    store's do (a bad count from the counter)."""
+    try:
+        await append_many([m])
+    except _BadCount as e:
+        raise e.at("message") from None
+
+
+def stored_count(value: object, session_id: str, seq: int) -> int:
+    """A token count read from a row: an ``int`` from 0 to ``MAX_MESSAGE_TOKENS``, else the
+    row was altered (every count was checked when stored): :class:`CorruptRecordError`
+    naming the row, never an ``OverflowError`` on every later read."""
+    if type(value) is not int or not 0 <= value <= MAX_MESSAGE_TOKENS:
+        raise CorruptRecordError(
+            f"session {session_id!r} message {seq}: stored token count {value!r} is not a "
+            f"count (0 to {MAX_MESSAGE_TOKENS})",
+            session_id,
+            seq,
+        )
+    return value
 
 
 def preview(history: Iterable[Message]) -> str:

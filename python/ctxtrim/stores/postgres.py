@@ -27,6 +27,12 @@ Invariants:
 * ``clear`` and ``replace_prefix`` bump ``generation`` under the same row lock;
   ``replace_prefix`` is a compare-and-swap on it and keeps every row after ``upto`` (the
   new prefix takes the seqs just below the kept rows).
+* **Session identity.** A session row starts at the generation of the server's clock in
+  microseconds when it is created (migration 2), not at 0, so generations are never reused
+  across instances: a session deleted and created again (a retention job, a schema dropped
+  and re-created) is never read as a continuation of what a long-lived handle cached, and a
+  ``replace_prefix`` computed from the old instance is refused as stale. A session that does
+  not exist reads as empty, at generation 0.
 * Payloads are the message's JSON as ``text`` (never ``jsonb``, which cannot hold U+0000: a
   NUL travels JSON-escaped as ``\\u0000``), with a CRC-32 checked on every read and the token
   count used by ``load_log()``. Session ids and everything else are bound parameters; no
@@ -68,6 +74,7 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
+    append_one,
     check_batch,
     check_limit,
     check_max_message_bytes,
@@ -82,6 +89,7 @@ from ctxtrim.stores._common import (
     load_cached,
     payload_checksum,
     preview,
+    stored_count,
     token_counts,
     tokens_overflow,
     turn_guard,
@@ -130,6 +138,13 @@ MIGRATIONS: tuple[str, ...] = (
         digest     text NOT NULL,
         PRIMARY KEY (session_id, client_id)
     );
+    """,
+    # Session identity: a session row starts at the generation of the server's clock in
+    # microseconds when it is created, so a session deleted and created again (a retention
+    # job, a schema dropped and re-created) never takes up an old instance's generations.
+    """
+    ALTER TABLE ctxtrim_sessions ALTER COLUMN generation
+        SET DEFAULT floor(extract(epoch FROM clock_timestamp()) * 1000000)::bigint;
     """,
 )
 
@@ -466,7 +481,7 @@ class PostgresContextStore(ContextStore):
 
     async def append(self, message: Message) -> None:
         encode_payload(message, self._max_bytes, "message")  # errors name "message"
-        await self.append_many([message])
+        await append_one(self.append_many, message)
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         """Append atomically (one statement). With ``idempotent_ids``, a message whose
@@ -619,7 +634,7 @@ class PostgresContextStore(ContextStore):
         async with self._conn("clear") as conn, conn.transaction():
             await conn.execute(
                 self._sql(
-                    "INSERT INTO ctxtrim_sessions AS t (session_id, generation) VALUES (%s, 1)"
+                    "INSERT INTO ctxtrim_sessions AS t (session_id) VALUES (%s)"
                     " ON CONFLICT (session_id) DO UPDATE SET generation = t.generation + 1,"
                     " first_seq = t.next_seq, input_tokens = 0, output_tokens = 0,"
                     " updated_at = now()"
@@ -647,12 +662,14 @@ class PostgresContextStore(ContextStore):
         counts = token_counts(messages, self._counter)
         sid = self._key
         async with self._conn("replace_prefix") as conn, conn.transaction():
-            await conn.execute(
+            cur = await conn.execute(
                 self._sql(
                     "INSERT INTO ctxtrim_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING"
+                    " RETURNING generation"
                 ),
                 (sid,),
             )
+            created = await cur.fetchone() is not None
             cur = await conn.execute(
                 self._sql(
                     "SELECT generation, first_seq, next_seq FROM ctxtrim_sessions"
@@ -663,8 +680,9 @@ class PostgresContextStore(ContextStore):
             row = await cur.fetchone()
             assert row is not None
             generation, first, nxt = row
-            if generation != expected_generation:
-                raise stale_generation_error(expected_generation, generation)
+            # A session created just now was at generation 0 for whoever read it (absent).
+            if generation != expected_generation and not (created and expected_generation == 0):
+                raise stale_generation_error(expected_generation, 0 if created else generation)
             if expected_length is not None and nxt - first != expected_length:
                 raise stale_length_error(generation, expected_length, nxt - first)
             if upto > nxt - first:
@@ -756,7 +774,7 @@ class PostgresContextStore(ContextStore):
             messages.append(
                 decode_payload(data, session_id=self.session_id, seq=seq, checksum=checksum)
             )
-            counts.append(tokens)
+            counts.append(stored_count(tokens, self.session_id, seq))
         return messages, counts
 
     async def get_history(self, limit: int | None = None) -> list[Message]:

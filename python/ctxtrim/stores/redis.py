@@ -4,7 +4,7 @@ Layout, for a session id ``sid`` under the required prefix ``P`` (``h`` = sha256
 UTF-8 id, so no id can be spelled to reach another session's keys, and the ``{h}`` hash tag
 keeps one session's keys in one cluster slot)::
 
-    P:{h}:meta   hash   sid, gen, created (ms), in, out
+    P:{h}:meta   hash   sid, gen (from the creation's microsecond), created (ms), in, out
     P:{h}:log    list   one entry per message: b"<crc32> <tokens> <json>"
     P:{h}:ids    hash   client message id -> sha256 of its payload (idempotent retries)
     P:sessions   zset   raw session id -> created ms (``list_sessions``; never ``KEYS``/``SCAN``)
@@ -18,6 +18,12 @@ Invariants:
   a different payload the batch is refused).
 * The history is the list, in order; ``gen`` is bumped by ``clear`` and ``replace_prefix``
   (a compare-and-swap on ``gen`` that keeps the entries after ``upto``), never by appends.
+* **Session identity.** A session instance starts at the generation of the server's clock in
+  microseconds when it is created, not at 0, so generations are never reused across
+  instances: a session that vanished (its TTL expired, a restart without persistence) and is
+  created again is never read as a continuation of what a long-lived handle cached, and a
+  ``replace_prefix`` computed from the old instance is refused as stale. A session that does
+  not exist reads as empty, at generation 0.
 * Messages are validated and encoded before any I/O; every entry carries its CRC-32 and token
   count, so a read proves each message whole and ``load_log()`` never recounts.
 * Durability is the server's: with ``appendonly yes`` + ``appendfsync always`` an
@@ -51,6 +57,7 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
+    append_one,
     check_batch,
     check_limit,
     check_max_message_bytes,
@@ -65,6 +72,7 @@ from ctxtrim.stores._common import (
     load_cached,
     payload_checksum,
     preview,
+    stored_count,
     token_counts,
     tokens_overflow,
     turn_guard,
@@ -104,8 +112,17 @@ for k, key in ipairs(KEYS) do
 end
 local created = 0
 if redis.call('EXISTS', meta) == 0 then
-  redis.call('HSET', meta, 'sid', ARGV[1], 'gen', 0, 'created', ARGV[2], 'in', 0, 'out', 0)
+  -- A new session instance starts at the server's clock in microseconds, not at 0: a
+  -- session that vanished (TTL, a restart without persistence) and is created again never
+  -- takes up an old instance's generations, so no handle reads it as a continuation.
+  local now = redis.call('TIME')
+  local first = now[1] .. string.format('%06d', tonumber(now[2]))
+  redis.call('HSET', meta, 'sid', ARGV[1], 'gen', first, 'created', ARGV[2], 'in', 0, 'out', 0)
   created = 1
+end
+-- The generation a caller saw matches: the same, or 0 (no session) for one just created.
+local function same_gen(gen, want)
+  return gen == want or (created == 1 and want == 0)
 end
 local function ttl()
   local ms = tonumber(ARGV[3])
@@ -135,7 +152,7 @@ local n = tonumber(ARGV[4])
 local want_gen, want_len = ARGV[5 + 3 * n], ARGV[6 + 3 * n]
 if want_gen ~= '' then
   local gen = tonumber(redis.call('HGET', meta, 'gen') or '0')
-  if gen ~= tonumber(want_gen) or redis.call('LLEN', log) ~= tonumber(want_len) then
+  if not same_gen(gen, tonumber(want_gen)) or redis.call('LLEN', log) ~= tonumber(want_len) then
     if created == 1 then redis.call('DEL', meta) end
     return {-7}
   end
@@ -185,9 +202,9 @@ _REPLACE = (
 local upto, expected = tonumber(ARGV[4]), tonumber(ARGV[5])
 local expected_len = tonumber(ARGV[6])
 local gen = tonumber(redis.call('HGET', meta, 'gen'))
-if gen ~= expected then
+if not same_gen(gen, expected) then
   if created == 1 then redis.call('DEL', meta) end
-  return {-2, gen}
+  return {-2, (created == 1) and 0 or gen}
 end
 local len = redis.call('LLEN', log)
 if expected_len >= 0 and len ~= expected_len then
@@ -276,7 +293,8 @@ def _split_entry(raw: bytes | str, session_id: str, index: int) -> tuple[Message
         checksum, count = int(crc), int(tokens)
     except ValueError:
         return decode_payload(raw, session_id=session_id, seq=index, checksum=-1), 0
-    return decode_payload(payload, session_id=session_id, seq=index, checksum=checksum), count
+    message = decode_payload(payload, session_id=session_id, seq=index, checksum=checksum)
+    return message, stored_count(count, session_id, index)
 
 
 def _iso(ms: bytes | int | None) -> str:
@@ -496,7 +514,7 @@ class RedisContextStore(ContextStore):
 
     async def append(self, message: Message) -> None:
         encode_payload(message, self._max_bytes, "message")  # errors name "message"
-        await self.append_many([message])
+        await append_one(self.append_many, message)
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         """Append atomically (one script). With ``idempotent_ids``, a message whose ``id``

@@ -76,6 +76,7 @@ from ctxtrim.stores._common import (
     history_through,
     load_cached,
     preview,
+    stored_count,
     token_counts,
     tokens_overflow,
     turn_guard,
@@ -264,7 +265,8 @@ def _read_rows(
     messages = [
         decode_payload(p, session_id=session_id, seq=seq, checksum=crc) for seq, _, crc, p in rows
     ]
-    return messages, [r[1] for r in rows], sum([len(r[3]) for r in rows])
+    counts = [stored_count(r[1], session_id, r[0]) for r in rows]
+    return messages, counts, sum([len(r[3]) for r in rows])
 
 
 def _rows(conn: sqlite3.Connection, sid: int, generation: int, start: int) -> list[_Row]:
@@ -720,7 +722,7 @@ class SQLiteContextStore(ContextStore):
     ) -> bool:
         """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
         session is no longer at that ``(generation, next_seq)``: check the turns again."""
-        counts = token_counts(messages, self._counter)
+        counts = token_counts(messages, self._counter, path)
         keys = self._keys(messages, payloads, path)
         sid = self._sid
 
