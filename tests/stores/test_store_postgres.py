@@ -283,3 +283,40 @@ async def test_a_schema_created_before_session_identity_migrates(schema: str) ->
             await store.close()
     finally:
         await old.close()
+
+
+async def test_the_pool_heals_after_its_connections_are_terminated(schema: str) -> None:
+    """``pg_terminate_backend`` on every pooled connection (what a failover or a restart does
+    to them): once the server answers, no call fails for a connection it dropped."""
+    store = await PostgresContextStore.open(DSN, "heal", schema=schema, max_connections=4)
+    try:
+        await asyncio.gather(*(store.append(Message.user(f"w{i}")) for i in range(8)))
+        killed = await sql_rows(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND backend_type = 'client backend'"
+            " AND pid <> pg_backend_pid()"
+        )
+        assert killed and all(ok for (ok,) in killed)
+        for i in range(12):
+            await store.append(Message.user(f"after-{i}"))
+            assert len(await store.get_history()) == 9 + i
+        await asyncio.gather(*(store.get_history() for _ in range(8)))
+    finally:
+        await store.close()
+
+
+async def test_a_statement_timeout_is_reported_as_a_timeout_not_as_unreachable(
+    schema: str,
+) -> None:
+    store = await PostgresContextStore.open(DSN, "slow", schema=schema, timeout=0.5)
+    try:
+        async with store._conn() as conn:  # the store's own connection, as a slow call has it
+            with pytest.raises(psycopg.errors.QueryCanceled) as raw:
+                await conn.execute("SELECT pg_sleep(5)")
+        from ctxtrim.stores.postgres import _store_error
+
+        error = _store_error(raw.value)
+        assert isinstance(error, StoreError) and "cancelled the statement" in str(error)
+        assert "unreachable" not in str(error)
+    finally:
+        await store.close()

@@ -199,7 +199,9 @@ def _store_error(e: BaseException, write: str = "", severed: bool = False) -> Ex
             " have been applied",
             write,
         )
-    if isinstance(e, psycopg.OperationalError):
+    if isinstance(e, pg_errors.QueryCanceled):  # the server's statement_timeout
+        return StoreError(f"PostgreSQL cancelled the statement: {e}")
+    if isinstance(e, psycopg.OperationalError) and e.sqlstate is None:
         return StoreError(f"PostgreSQL is unreachable: {reason}")
     return StoreError(f"PostgreSQL error: {e}")
 
@@ -332,6 +334,10 @@ async def _open_pool(
         max_size=max_connections,
         kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
         configure=configure,
+        # A connection that died while idle (a failover, a restart, pg_terminate_backend)
+        # is found and replaced when it is taken, not handed to a call that then fails:
+        # once the server answers again, no call fails for the connections it dropped.
+        check=AsyncConnectionPool.check_connection,
         timeout=connect_timeout,
         open=False,
     )
