@@ -360,11 +360,17 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         return _report(repr(self), inp, self._run(inp))
 
 
+#: The largest count or budget a strategy takes: the core keeps them as 64-bit integers.
+_MAX_INT = 2**63 - 1
+
+
 def _check_int(name: str, value: object, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidStrategy(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise InvalidStrategy(f"{name} must be >= {minimum}, got {value}")
+    if value > _MAX_INT:
+        raise InvalidStrategy(f"{name} must be <= {_MAX_INT} (a 64-bit int), got {value}")
     return value
 
 

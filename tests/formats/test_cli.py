@@ -270,6 +270,7 @@ def test_validate_finds_a_dangling_call_in_anthropic(tmp_path: Path) -> None:
         (json.dumps(BROKEN), ["validate", "-o", "x.json"], ["--repair"]),
         ("[]", ["trim", "--max-tokens", "0"], ["--max-tokens", "at least 1"]),
         ("[]", ["trim", "--max-tokens", "-5"], ["--max-tokens"]),
+        ("[]", ["trim", "--max-tokens", "9" * 30], ["max_tokens", "64-bit"]),
         ("[]", ["trim", "--max-tokens", "lots"], ["--max-tokens", "'lots'"]),
         ("[]", ["trim"], ["--max-tokens"]),
         ("[]", ["trim", "--max-tokens", "10", "--format", "gemini"], ["gemini"]),

@@ -210,6 +210,8 @@ def test_plain_sequences_and_bad_inputs() -> None:
         (lambda: HeadAndTail(1, 0), "tail"),
         (lambda: HeadAndTail(1, 1, placeholder="skipped"), "placeholder"),
         (lambda: FitContextWindow(0), "max_tokens"),
+        (lambda: FitContextWindow(2**63), r"max_tokens must be <= 9223372036854775807"),
+        (lambda: KeepLastMessages(10**30), r"n must be <= 9223372036854775807"),
         (lambda: FitContextWindow(100, reserve_tokens=100), "reserve_tokens"),
         (lambda: FitContextWindow(100, counter=3), "TokenCounter"),  # type: ignore[arg-type]
         (lambda: TruncateToolOutputs(0), "max_chars"),
