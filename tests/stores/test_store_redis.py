@@ -414,3 +414,19 @@ async def test_a_stored_count_edited_by_hand_is_a_corrupt_record(
         await store.load_log()
     assert (err.value.session_id, err.value.seq) == ("victim", 1)
     await store.close()
+
+
+@pytest.mark.parametrize("field", ["gen", "in", "out"])
+async def test_meta_edited_by_hand_is_a_corrupt_record(
+    client: Redis, prefix: str, field: str
+) -> None:
+    store = await RedisContextStore.open(URL, "victim", prefix=prefix)
+    await store.append(Message.user("1"))
+    await client.hset(f"{prefix}:{{{sha('victim')}}}:meta", field, "not a number")
+    other = await RedisContextStore.open(URL, "victim", prefix=prefix)
+    read = other.generation if field == "gen" else other.get_context_tokens
+    with pytest.raises(CorruptRecordError, match=f"meta field '{field}'") as err:
+        await read()
+    assert err.value.session_id == "victim"
+    for s in (store, other):
+        await s.close()

@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 
 from ctxtrim import _core
 from ctxtrim.errors import (
+    CorruptRecordError,
     InvalidArgument,
     InvalidMessage,
     OutcomeUnknownError,
@@ -299,6 +300,20 @@ def _split_entry(raw: bytes | str, session_id: str, index: int) -> tuple[Message
 
 def _iso(ms: bytes | int | None) -> str:
     return datetime.fromtimestamp(int(ms or 0) / 1000, timezone.utc).isoformat()
+
+
+def _meta_int(value: bytes | str | int | None, field: str, session_id: str) -> int:
+    """An integer field of a session's meta hash (absent: 0); anything else was written by
+    hand: :class:`CorruptRecordError` naming the field, not a bare ``ValueError``."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        raise CorruptRecordError(
+            f"session {session_id!r}: meta field {field!r} is {value!r}, not an integer",
+            session_id,
+        ) from None
 
 
 class _Shared:
@@ -627,10 +642,11 @@ class RedisContextStore(ContextStore):
 
     async def snapshot(self) -> HistorySnapshot:
         meta, raw = await self._read_all()
-        return HistorySnapshot(self._decode(raw)[0], int(meta.get(b"gen", 0)))
+        gen = _meta_int(meta.get(b"gen"), "gen", self.session_id)
+        return HistorySnapshot(self._decode(raw)[0], gen)
 
     async def generation(self) -> int:
-        return int(await _call(self._r.hget(self._keys[0], "gen")) or 0)
+        return _meta_int(await _call(self._r.hget(self._keys[0], "gen")), "gen", self.session_id)
 
     async def load_log(self) -> _core.MessageLog:
         """The history with the token counts stored beside each message (no recount). The
@@ -648,7 +664,7 @@ class RedisContextStore(ContextStore):
             pipe.llen(self._keys[1])
             pipe.lrange(self._keys[1], start, -1)
             gen, length, raw = await _call(pipe.execute())
-        current = int(gen or 0)
+        current = _meta_int(gen, "gen", self.session_id)
         if since is not None and (current != generation or length < since):
             return await self._read_since(None, None)
         messages, counts = self._decode(raw, start)
@@ -656,7 +672,8 @@ class RedisContextStore(ContextStore):
 
     async def get_context_tokens(self) -> tuple[int, int]:
         got = await _call(self._r.hmget(self._keys[0], ["in", "out"]))
-        return int(got[0] or 0), int(got[1] or 0)
+        sid = self.session_id
+        return _meta_int(got[0], "in", sid), _meta_int(got[1], "out", sid)
 
     async def fork(self) -> RedisContextStore:
         """A new session (uuid4 hex id) holding a copy of this history, generation, token
@@ -680,9 +697,9 @@ class RedisContextStore(ContextStore):
         child._idempotent = self._idempotent
         pairs = [x for kv in ids.items() for x in kv]
         extra = [
-            int(meta.get(b"gen", 0)),
-            int(meta.get(b"in", 0)),
-            int(meta.get(b"out", 0)),
+            _meta_int(meta.get(b"gen"), "gen", self.session_id),
+            _meta_int(meta.get(b"in"), "in", self.session_id),
+            _meta_int(meta.get(b"out"), "out", self.session_id),
             len(ids),
             *pairs,
             *raw,
@@ -720,8 +737,8 @@ class RedisContextStore(ContextStore):
                     message_count=int(length),
                     preview=await self._preview(f"{base}:log", sid),
                     created_at=_iso(meta.get(b"created")),
-                    input_tokens=int(meta.get(b"in", 0)),
-                    output_tokens=int(meta.get(b"out", 0)),
+                    input_tokens=_meta_int(meta.get(b"in"), "in", sid),
+                    output_tokens=_meta_int(meta.get(b"out"), "out", sid),
                 )
             )
         if gone:
