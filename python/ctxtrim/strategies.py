@@ -807,7 +807,9 @@ class ClearToolResults(ContextStrategy):
     def _run(self, inp: _Input) -> _Outcome:
         if inp.log.total_tokens <= self.trigger:
             return _unchanged(inp)
-        messages = inp.messages
+        # A copy: the pairs found below index into it, so another thread editing the
+        # caller's list meanwhile cannot move a block out from under them.
+        messages = list(inp.messages)
         # Pair results with calls as the core does: a result answers the latest earlier
         # message issuing its id. Pairs are ordered by their call.
         latest: dict[str, tuple[int, int, str]] = {}
