@@ -44,6 +44,7 @@ from ctxtrim.errors import (
     InvalidArgument,
     InvalidMessage,
     StaleGenerationError,
+    StoreError,
     stale_generation_error,
     stale_length_error,
 )
@@ -376,6 +377,10 @@ class ContextStore(ABC):
         return await cls.from_history(await context.get_history())
 
 
+def _closed() -> StoreError:
+    return StoreError("the store is closed")
+
+
 class MemoryContextStore(ContextStore):
     """A history in process memory, on the Rust copy-on-write log.
 
@@ -402,6 +407,7 @@ class MemoryContextStore(ContextStore):
         self._created_at = datetime.now(timezone.utc).isoformat()
         self._input_tokens = 0
         self._output_tokens = 0
+        self._closed = False
         if history:
             self._log.extend(history, tokens=self._counts(history))
 
@@ -416,27 +422,41 @@ class MemoryContextStore(ContextStore):
         return self._log
 
     async def load_log(self) -> _core.MessageLog:
+        if self._closed:
+            raise _closed()
         return self._log.snapshot()
 
     async def append(self, message: Message) -> None:
+        if self._closed:
+            raise _closed()
         tokens = None if self._counter is None else _counted(self._counter, message, "message")
         self._log.append(message, tokens=tokens)
 
     async def append_many(self, messages: Sequence[Message]) -> None:
+        if self._closed:
+            raise _closed()
         _check_batch(messages)
         self._log.extend(messages, tokens=self._counts(messages))
 
     async def get_history(self, limit: int | None = None) -> list[Message]:
+        if self._closed:
+            raise _closed()
         return self._log.tail(_check_limit(limit))
 
     async def clear(self) -> None:
+        if self._closed:
+            raise _closed()
         self._log.clear()
         self._input_tokens = self._output_tokens = 0
 
     async def generation(self) -> int:
+        if self._closed:
+            raise _closed()
         return self._log.generation
 
     async def snapshot(self) -> HistorySnapshot:
+        if self._closed:
+            raise _closed()
         view = self._log.snapshot()
         return HistorySnapshot(view.to_list(), view.generation)
 
@@ -448,6 +468,8 @@ class MemoryContextStore(ContextStore):
         *,
         expected_length: int | None = None,
     ) -> None:
+        if self._closed:
+            raise _closed()
         # The same checks, order and messages as the server stores (nothing awaits in
         # between, so the length and generation read here are the ones the swap sees; the
         # core checks both again under its lock, against other threads).
@@ -471,10 +493,14 @@ class MemoryContextStore(ContextStore):
         )
 
     async def remove_turn(self, turn: int | str | _core.TurnId) -> int:
+        if self._closed:
+            raise _closed()
         # One core rewrite under the log's lock: atomic, later turn ids unchanged.
         return self._log.remove_turn(turn)
 
     async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+        if self._closed:
+            raise _closed()
         for attempt in range(_REWRITE_ATTEMPTS):
             view = self._log.snapshot()
             index, message = _summarised(view.to_list(), tool_use_id, summary)
@@ -488,18 +514,24 @@ class MemoryContextStore(ContextStore):
             return
 
     async def fork(self) -> MemoryContextStore:
+        if self._closed:
+            raise _closed()
         child = MemoryContextStore(counter=self._counter)
         child._log = self._log.fork()
         child._input_tokens, child._output_tokens = self._input_tokens, self._output_tokens
         return child
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        if self._closed:
+            raise _closed()
         self._input_tokens, self._output_tokens = (
             _check_int64("input_tokens", input_tokens),
             _check_int64("output_tokens", output_tokens),
         )
 
     async def add_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
+        if self._closed:
+            raise _closed()
         add_in = _check_int64("input_tokens", input_tokens)
         add_out = _check_int64("output_tokens", output_tokens)
         total_in, total_out = self._input_tokens + add_in, self._output_tokens + add_out
@@ -510,9 +542,13 @@ class MemoryContextStore(ContextStore):
         self._input_tokens, self._output_tokens = total_in, total_out
 
     async def get_context_tokens(self) -> tuple[int, int]:
+        if self._closed:
+            raise _closed()
         return self._input_tokens, self._output_tokens
 
     async def list_sessions(self) -> list[SessionInfo]:
+        if self._closed:
+            raise _closed()
         return [
             SessionInfo(
                 session_id=self.session_id,
@@ -523,6 +559,11 @@ class MemoryContextStore(ContextStore):
                 output_tokens=self._output_tokens,
             )
         ]
+
+    async def close(self) -> None:
+        """Close the store: later calls raise :class:`StoreError`, as every backend's do
+        (its forks and the logs it handed out stay usable)."""
+        self._closed = True
 
     def __len__(self) -> int:
         return len(self._log)

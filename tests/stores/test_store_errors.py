@@ -323,3 +323,31 @@ async def test_a_count_that_is_not_a_count_is_refused_before_anything_is_stored(
             assert (await store.load_log()).token_counts()[-1] == 2**31 - 1
     finally:
         await backend.cleanup()
+
+
+@pytest.mark.parametrize("factory", BACKENDS)
+async def test_every_call_after_close_is_a_store_error(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    """Closed is closed on every backend, the memory store included (it used to go on)."""
+    backend = factory(tmp_path)
+    try:
+        store = await backend.open("closing")
+        await store.append(Message.user("x"))
+        await store.close()
+        calls: list[Callable[[], Awaitable[object]]] = [
+            lambda: store.append(Message.user("y")),
+            lambda: store.append_many([Message.user("y")]),
+            store.get_history,
+            store.generation,
+            store.snapshot,
+            store.get_context_tokens,
+            lambda: store.add_context_tokens(1, 1),
+            store.clear,
+            store.fork,
+        ]
+        for call in calls:
+            with pytest.raises(StoreError, match="closed"):
+                await call()
+    finally:
+        await backend.cleanup()

@@ -491,6 +491,8 @@ class RedisContextStore(ContextStore):
     ) -> list[Any]:
         """Run one write script; a lost connection or a missing reply after it was sent is
         :class:`OutcomeUnknownError` (the script may have run)."""
+        if self._closed:  # the scripts are the shared client's: check here, as `_r` does
+            raise StoreError("the store is closed")
         await self._register()
         args: list[bytes | str | int] = [self.session_id, _now_ms(), self._ttl_ms, *extra]
         result: list[Any] = await _call(script(keys=self._keys, args=args), operation)
