@@ -154,3 +154,29 @@ def test_in_place_strategies_keep_a_mid_conversation_system_message(
     h = mid_history()
     out = strategy(h)
     assert MID in out and out.index(MID) == 3
+
+
+def test_a_user_interjecting_while_a_tool_runs_never_orphans_its_result() -> None:
+    """Agentflow cuts at the ``max_messages``-th last user message even when that message
+    stands between a tool call and its result; the drop-in moves the cut back."""
+    ctx = [AfMessage("user", "q1"), AfMessage("assistant", "a1"), AfMessage("user", "q2")]
+    ctx += [af_call("c"), AfMessage("user", "wait, also check b"), AfMessage("tool", "r")]
+    ctx += [AfMessage("assistant", "a2"), AfMessage("user", "q3")]
+    out = MessageContextManager(max_messages=2).trim_messages(ctx)
+    assert [m.text or m.role for m in out] == [
+        "q2",
+        "assistant",
+        "wait, also check b",
+        "r",
+        "a2",
+        "q3",
+    ]
+    # Dropping the call and its result together is a clean cut.
+    first = [af_call("c"), AfMessage("user", "hm"), AfMessage("tool", "r"), AfMessage("user", "q")]
+    assert [m.text for m in MessageContextManager(1).trim_messages(first)] == ["q"]
+    # No user message left to move to: nothing is cut.
+    only = [*first[:3], AfMessage("assistant", "a"), AfMessage("user", "q")]
+    assert MessageContextManager(1).trim_messages(only) == [AfMessage("user", "q")]
+    assert MessageContextManager(1).trim_messages(only[:4]) == only[:4]
+    late = [AfMessage("user", "q0"), af_call("c"), AfMessage("user", "hm"), AfMessage("tool", "r")]
+    assert MessageContextManager(1).trim_messages(late) == late  # moved back to q0

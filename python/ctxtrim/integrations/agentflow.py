@@ -15,8 +15,9 @@ the state. It imports nothing from Agentflow. Semantics, as Agentflow's:
 - ``max_messages`` counts **user** messages; within the limit the context is left as it is
   (the same list object). Over it, the context becomes every system message (wherever it
   was, in order) followed by the messages from the ``max_messages``-th most recent user
-  message on, system messages excepted. A cut at a user message never separates a tool
-  call from its results.
+  message on, system messages excepted. Unlike Agentflow's, the cut never separates a tool
+  call from its results: when a user message stands between them (a person writing while
+  the tool runs), the cut moves back to the previous user message.
 - ``remove_tool_msgs=True`` first removes complete tool sequences
   (:func:`remove_tool_messages`), and that filtered list is kept even when no trimming is
   needed.
@@ -71,6 +72,19 @@ def _af_role(m: Any) -> str:
     role: Any = getattr(m, "role", None)
     value = getattr(role, "value", role)
     return str(value)
+
+
+def _result_before_call(messages: Sequence[Any], cut: int) -> bool:
+    """Whether ``messages[cut:]`` meets a tool result before any tool call: its call lies
+    before ``cut``. (Agentflow's messages are read by role, as its manager reads them: a
+    result answers the calls before it.)"""
+    for m in messages[cut:]:
+        role = _af_role(m)
+        if role == "tool":
+            return True
+        if role == "assistant" and getattr(m, "tools_calls", None):
+            return False
+    return False
 
 
 def remove_tool_messages(messages: list[Any]) -> list[Any]:
@@ -150,7 +164,15 @@ class MessageContextManager:
         users = [i for i, m in enumerate(messages) if _af_role(m) == "user"]
         if len(users) <= self.max_messages:
             return messages
-        cut = users[-self.max_messages]
+        k = len(users) - self.max_messages
+        # A user message can stand between a tool call and its result (a person writing
+        # while the tool runs): a cut there would orphan the result, so it moves back to
+        # the previous user message until none is cut off from its call.
+        while k >= 0 and _result_before_call(messages, users[k]):
+            k -= 1
+        if k < 0:  # every user message stands after an unanswered call: keep them all
+            return messages
+        cut = users[k]
         system = [m for m in messages if _af_role(m) == "system"]
         return system + [m for m in messages[cut:] if _af_role(m) != "system"]
 
