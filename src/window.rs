@@ -260,7 +260,15 @@ fn user_cut(
             None => forward()?,
         }
     };
-    Ok(choice.unwrap_or(cut))
+    match choice {
+        Some(c) => Ok(c),
+        // No real user message to start on, but the history itself starts on a user
+        // message after its head (an empty one): kept from there, the window stays
+        // user-first, as the history was. A history that never had one (an autonomous
+        // loop) is cut where the rule says.
+        None if floor < index.len() && index.role(floor)? == Role::User => Ok(floor),
+        None => Ok(cut),
+    }
 }
 
 fn settle(

@@ -97,19 +97,15 @@ def _check_int64(name: str, value: object) -> int:
 MAX_MESSAGE_TOKENS = 2**31 - 1
 
 
-class _BadCount(InvalidArgument):
-    """A counter's count that is not a count, for the message at ``where``."""
-
-    def __init__(self, count: object, where: str) -> None:
-        self.count, self.where = count, where
-        super().__init__(
-            f"the token counter's count_message returned {count!r} for {where}; "
-            f"a token count is an int from 0 to {MAX_MESSAGE_TOKENS}"
-        )
-
-    def at(self, where: str) -> _BadCount:
-        """The same error for the message at ``where`` (``append`` names ``"message"``)."""
-        return _BadCount(self.count, where)
+def _bad_count(count: object, where: str) -> InvalidArgument:
+    """The error for a counter's count that is not a count, for the message at ``where``;
+    the count rides along (``bad_count``) so a caller can name another place for it."""
+    error = InvalidArgument(
+        f"the token counter's count_message returned {count!r} for {where}; "
+        f"a token count is an int from 0 to {MAX_MESSAGE_TOKENS}"
+    )
+    error.bad_count = count  # type: ignore[attr-defined]
+    return error
 
 
 def _counted(counter: TokenCounter, message: Message, where: str) -> int:
@@ -118,7 +114,7 @@ def _counted(counter: TokenCounter, message: Message, where: str) -> int:
     a session, and every backend refuses it the same way."""
     count = counter.count_message(message)
     if type(count) is not int or not 0 <= count <= MAX_MESSAGE_TOKENS:
-        raise _BadCount(count, where)
+        raise _bad_count(count, where)
     return count
 
 

@@ -285,26 +285,6 @@ async def test_a_schema_created_before_session_identity_migrates(schema: str) ->
         await old.close()
 
 
-async def test_the_pool_heals_after_its_connections_are_terminated(schema: str) -> None:
-    """``pg_terminate_backend`` on every pooled connection (what a failover or a restart does
-    to them): once the server answers, no call fails for a connection it dropped."""
-    store = await PostgresContextStore.open(DSN, "heal", schema=schema, max_connections=4)
-    try:
-        await asyncio.gather(*(store.append(Message.user(f"w{i}")) for i in range(8)))
-        killed = await sql_rows(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND backend_type = 'client backend'"
-            " AND pid <> pg_backend_pid()"
-        )
-        assert killed and all(ok for (ok,) in killed)
-        for i in range(12):
-            await store.append(Message.user(f"after-{i}"))
-            assert len(await store.get_history()) == 9 + i
-        await asyncio.gather(*(store.get_history() for _ in range(8)))
-    finally:
-        await store.close()
-
-
 async def test_a_statement_timeout_is_reported_as_a_timeout_not_as_unreachable(
     schema: str,
 ) -> None:

@@ -310,3 +310,32 @@ def test_4_12_mid_conversation_system_message_is_never_hoisted() -> None:
         if hist[10] in out:
             mid = out.index(hist[10])
             assert out[mid - 1] is hist[9] and out[mid + 1] is hist[11]
+
+
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        FitContextWindow(40),
+        FitContextWindow(40, pin_task=False),
+        KeepLastMessages(2),
+        TrimRounds(1),
+        KeepLastTurns(1),
+    ],
+    ids=repr,
+)
+def test_an_empty_first_user_message_never_yields_an_assistant_first_window(
+    strategy: ContextStrategy,
+) -> None:
+    """``[Message("user", ()), call, result, call, result]`` is valid (it starts with a user
+    message); a window of it that starts with an assistant message is not. With no real user
+    message to start on, the window keeps the history from its first message."""
+    history = [
+        Message("user", ()),
+        Message.assistant(tool_uses=[("t1", "ls", {})]),
+        Message.tool_results(("t1", "a.txt " * 20)),
+        Message.assistant(tool_uses=[("t2", "cat", {"path": "a.txt"})]),
+        Message.tool_results(("t2", "x" * 200)),
+    ]
+    assert validate(history) == []
+    window = strategy(history)
+    assert validate(window) == [], (window, validate(window))

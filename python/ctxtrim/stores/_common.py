@@ -41,7 +41,7 @@ from ctxtrim.store import (
     _INT64_MAX,
     _INT64_MIN,
     MAX_MESSAGE_TOKENS,
-    _BadCount,
+    _bad_count,
     _check_batch,
     _check_expected_length,
     _check_int64,
@@ -238,8 +238,10 @@ async def append_one(append_many: Callable[[list[Message]], Awaitable[None]], m:
     store's do (a bad count from the counter)."""
     try:
         await append_many([m])
-    except _BadCount as e:
-        raise e.at("message") from None
+    except InvalidArgument as e:
+        if not hasattr(e, "bad_count"):
+            raise
+        raise _bad_count(e.bad_count, "message") from None
 
 
 def stored_count(value: object, session_id: str, seq: int) -> int:

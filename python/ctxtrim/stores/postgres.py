@@ -334,10 +334,6 @@ async def _open_pool(
         max_size=max_connections,
         kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
         configure=configure,
-        # A connection that died while idle (a failover, a restart, pg_terminate_backend)
-        # is found and replaced when it is taken, not handed to a call that then fails:
-        # once the server answers again, no call fails for the connections it dropped.
-        check=AsyncConnectionPool.check_connection,
         timeout=connect_timeout,
         open=False,
     )
