@@ -18,10 +18,12 @@
 //!   tool result whose call was cut, and never holds half of a parallel call's results.
 //! - A **turn start** is the index of a real user message ([`Meta::is_real_user`]).
 //! - A **round start** is `i` such that message `i` is a real user message, or message `i` is an
-//!   assistant message and `i == 0` or message `i - 1` is neither an assistant message nor a
-//!   real user message. So an assistant message after tool results or a system message opens a
-//!   round, consecutive assistant messages share one, and an assistant reply right after a user
-//!   question belongs to the question's round.
+//!   assistant message and `i == 0`, or message `i - 1` is neither an assistant message nor a
+//!   real user message, or message `i - 1` is an assistant message that issues no tool call.
+//!   So an assistant message after tool results or a system message opens a round, an
+//!   assistant reply right after a user question belongs to the question's round, and each of
+//!   a run of plain assistant replies (a chat posting several, a model thinking out loud) is a
+//!   round of its own, which a strategy may cut between.
 //! - A **user cut** is a safe cut whose message is a real user message: a kept suffix starting
 //!   there opens with a user turn (what Anthropic and Gemini require when no task is pinned).
 //! - The **pinned head** is the leading system messages plus, optionally, the task (the first
@@ -108,7 +110,7 @@ pub struct Cuts {
     /// Round starts, ascending.
     round_starts: Positions,
     /// Role and realness of the last message, for the round rule.
-    last: Option<(Role, bool)>,
+    last: Option<(Role, bool, bool)>,
     /// Number of leading system messages.
     leading_system: usize,
     /// Real user messages that are safe cuts (user cuts), ascending. Popped together with
@@ -238,13 +240,13 @@ impl Cuts {
             self.turn_starts.push(stored(n));
             self.round_starts.push(stored(n));
         } else if meta.role == Role::Assistant
-            && self
-                .last
-                .is_none_or(|(role, last_real)| role != Role::Assistant && !last_real)
+            && self.last.is_none_or(|(role, last_real, last_calls)| {
+                (role != Role::Assistant && !last_real) || (role == Role::Assistant && !last_calls)
+            })
         {
             self.round_starts.push(stored(n));
         }
-        self.last = Some((meta.role, real));
+        self.last = Some((meta.role, real, !meta.tool_uses.is_empty()));
         if meta.compaction {
             self.newest_compaction = Some(n);
         }

@@ -566,7 +566,10 @@ impl<F: Facts> Tail<F> {
 fn opens_round(meta: &Meta, prev: Option<&Meta>) -> bool {
     meta.is_real_user()
         || (meta.role == Role::Assistant
-            && prev.is_none_or(|p| p.role != Role::Assistant && !p.is_real_user()))
+            && prev.is_none_or(|p| {
+                (p.role != Role::Assistant && !p.is_real_user())
+                    || (p.role == Role::Assistant && p.tool_uses.is_empty())
+            }))
 }
 
 impl<F: Facts> CutIndex for Tail<F> {

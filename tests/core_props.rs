@@ -173,10 +173,13 @@ fn brute_round_starts(metas: &[Meta]) -> Vec<usize> {
     (0..metas.len())
         .filter(|&i| {
             let m = &metas[i];
+            let prev = i.checked_sub(1).map(|p| &metas[p]);
             m.is_real_user()
                 || (m.role == Role::Assistant
-                    && (i == 0
-                        || (metas[i - 1].role != Role::Assistant && !metas[i - 1].is_real_user())))
+                    && prev.is_none_or(|p| {
+                        (p.role != Role::Assistant && !p.is_real_user())
+                            || (p.role == Role::Assistant && p.tool_uses.is_empty())
+                    }))
         })
         .collect()
 }

@@ -16,6 +16,7 @@ from ctxtrim import (
     ContextStrategy,
     FitContextWindow,
     HeadAndTail,
+    HeuristicTokenCounter,
     KeepLastMessages,
     KeepLastTurns,
     Message,
@@ -25,6 +26,8 @@ from ctxtrim import (
 )
 
 from helpers import agent_session, call, results
+
+_COUNT = HeuristicTokenCounter().count_message
 
 
 class PerMessage:
@@ -339,3 +342,42 @@ def test_an_empty_first_user_message_never_yields_an_assistant_first_window(
     assert validate(history) == []
     window = strategy(history)
     assert validate(window) == [], (window, validate(window))
+
+
+def _plain_run(n: int, words: int = 60) -> list[Message]:
+    return [Message.assistant(f"reply {i} " + "word " * words) for i in range(n)]
+
+
+def test_a_run_of_plain_assistant_messages_is_trimmed_like_any_rounds() -> None:
+    """A system prompt, a question and ten assistant replies (a chat UI posting several, a
+    model thinking out loud): each plain reply is a round of its own, so every strategy can
+    cut inside the run; before, the run was one round no strategy cut into (all 12 kept,
+    over budget)."""
+    history = [Message.system("s"), Message.user("q"), *_plain_run(10)]
+    total = sum(_COUNT(m) for m in history)
+    fit = FitContextWindow(total // 2)
+    window = fit(history)
+    report = fit.describe(history)
+    assert not report.over_budget and report.tokens_after <= total // 2
+    assert window[:2] == history[:2] and window[2:] == history[len(history) - len(window) + 2 :]
+    assert len(KeepLastMessages(3)(history)) == 2 + 3
+    assert TrimRounds(2)(history) == [*history[:2], *history[-2:]]
+    for w in (window, KeepLastMessages(3)(history), TrimRounds(2)(history)):
+        assert validate(w) == []
+
+
+def test_a_plain_run_after_tool_rounds_is_trimmed_within_budget() -> None:
+    history = [Message.system("s"), Message.user("task")]
+    for i in range(3):
+        history += [
+            Message.assistant(tool_uses=[(f"t{i}", "ls", {})]),
+            Message.tool_results((f"t{i}", "a.txt " * 30)),
+            Message.assistant(f"round {i} done"),
+        ]
+    history += _plain_run(8)
+    total = sum(_COUNT(m) for m in history)
+    for budget in (total // 3, total // 2, total - 10):
+        window = FitContextWindow(budget)(history)
+        assert not FitContextWindow(budget).describe(history).over_budget
+        assert sum(_COUNT(m) for m in window) <= budget
+        assert validate(window) == []
