@@ -43,10 +43,11 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ctxtrim import __version__
+from ctxtrim.blocks import pair_sides
 from ctxtrim.errors import CtxtrimError
 from ctxtrim.formats import FORMATS, InvalidToolArguments, detect, dump, load, parse_json
 from ctxtrim.formats._common import loads_arguments, raw_arguments
-from ctxtrim.messages import Message, ProviderBlock, ToolUseBlock, pair_sides
+from ctxtrim.messages import Message, ProviderBlock, ToolUseBlock
 from ctxtrim.provider import price
 from ctxtrim.strategies import (
     ContextStrategy,

@@ -62,7 +62,6 @@ it can be ``gc=False`` too.
 
 from __future__ import annotations
 
-import math
 import re
 import types
 from collections.abc import Callable, Iterable, Sequence
@@ -73,6 +72,32 @@ from msgspec.structs import force_setattr
 
 from . import _core
 from . import provider as _provider
+from ._checks import (
+    _JSON_DECODE,
+    FrozenDict,
+    FrozenList,
+    _check_nonempty_str,
+    _check_opt_str,
+    _from_msgspec,
+    _frozen_json_dict,
+    _prefixed,
+    _tname,
+)
+from .blocks import (
+    _ALLOWED,
+    _BLOCK_TYPES,
+    IMAGE_MEDIA_TYPES,
+    Block,
+    ImageBlock,
+    ProviderBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    block_from_dict,
+    block_to_dict,
+    pair_sides,
+)
 from .errors import InvalidMessage
 
 __all__ = [
@@ -97,423 +122,13 @@ __all__ = [
 
 Role: TypeAlias = Literal["system", "user", "assistant"]
 
-#: The image media types ``ImageBlock`` accepts (those every major provider accepts).
-IMAGE_MEDIA_TYPES: frozenset[str] = frozenset(
-    {"image/jpeg", "image/png", "image/gif", "image/webp"}
-)
-
 _ROLES = frozenset({"system", "user", "assistant"})
 _TURN_RE = re.compile(r"[ua][0-9]+")
 _U32_MAX = 2**32 - 1
 
 
 # --------------------------------------------------------------------------------------------
-# Validation helpers (cheap on the happy path; the detailed diagnosis only runs on failure).
-
-
-def _tname(value: object) -> str:
-    return type(value).__name__
-
-
-def _check_str(value: object, path: str) -> None:
-    """Raise unless ``value`` is a ``str`` encodable as UTF-8 (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise InvalidMessage(f"expected str, got {_tname(value)}", path)
-    # ``isascii`` is O(1) in CPython (a flag on the string); only non-ASCII text is scanned.
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            raise InvalidMessage(
-                f"lone surrogate {value[e.start]!r} at index {e.start}; "
-                "it cannot be encoded as UTF-8",
-                path,
-            ) from None
-
-
-def _check_nonempty_str(value: object, path: str) -> None:
-    _check_str(value, path)
-    if not value:
-        raise InvalidMessage("must not be empty", path)
-
-
-def _check_opt_str(value: object, path: str) -> None:
-    if value is not None:
-        _check_str(value, path)
-
-
-def _surrogate_problem(s: str, where: str) -> str | None:
-    if s.isascii():
-        return None
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return f"{where} has a lone surrogate {s[e.start]!r} at index {e.start}"
-    return None
-
-
-def _json_problem(value: object, where: str, seen: set[int]) -> str | None:
-    """Describe the first part of ``value`` that is not plain JSON, or ``None``."""
-    if value is None or isinstance(value, (bool, int)):
-        return None
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return None
-        return f"{where} is {value!r}; JSON has no NaN or infinity"
-    if isinstance(value, str):
-        return _surrogate_problem(value, where)
-    if isinstance(value, (dict, list)):
-        if id(value) in seen:
-            return f"{where} contains itself (a reference cycle)"
-        seen.add(id(value))
-        if isinstance(value, dict):
-            for k, v in value.items():
-                if not isinstance(k, str):
-                    return f"{where} has key {k!r} of type {_tname(k)}; JSON keys are strings"
-                problem = _surrogate_problem(k, f"key {k!r} of {where}") or _json_problem(
-                    v, f"{where}[{k!r}]", seen
-                )
-                if problem:
-                    return problem
-        else:
-            for i, v in enumerate(value):
-                problem = _json_problem(v, f"{where}[{i}]", seen)
-                if problem:
-                    return problem
-        seen.discard(id(value))
-        return None
-    hint = "; use a list" if isinstance(value, (tuple, set, frozenset)) else ""
-    return (
-        f"{where} is a {_tname(value)}, which is not JSON "
-        f"(allowed: dict, list, str, int, float, bool, None){hint}"
-    )
-
-
-_JSON_ENCODE = msgspec.json.Encoder().encode
-_JSON_DECODE = msgspec.json.Decoder().decode
-
-
-def _read_only(self: object, *args: object, **kwargs: object) -> Any:
-    raise TypeError(
-        f"{type(self).__name__} is read-only: a message never changes once built "
-        "(forks share it); build a new one, e.g. with msgspec.structs.replace"
-    )
-
-
-class FrozenDict(dict[str, Any]):
-    """A dict that refuses changes: how a message holds ``ToolUseBlock.input`` and ``meta``.
-
-    It is a ``dict`` (``isinstance``, ``==``, ``json.dumps`` and msgspec all treat it as one),
-    but ``d[k] = v``, ``del d[k]``, ``update``, ``pop`` and the other mutators raise
-    ``TypeError``, and so do those of the :class:`FrozenList` values inside it. Messages are
-    shared by forks, snapshots and caches, so nothing reachable from one may change.
-    """
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (dict(self),))
-
-
-class FrozenList(list[Any]):
-    """A list that refuses changes (see :class:`FrozenDict`)."""
-
-    __slots__ = ()
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
-    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (list(self),))
-
-
-def _frozen_json_dict(value: object, path: str) -> FrozenDict:
-    """``value`` as a :class:`FrozenDict` copy (itself if already frozen throughout); raise
-    unless it is a dict that survives a JSON round trip unchanged."""
-    frozen = _core.frozen_json(value)  # the common case: plain JSON, checked and copied at once
-    if frozen is not None:
-        return frozen  # type: ignore[no-any-return]
-    _check_json_dict(value, path)
-    # Accepted, but not of the exact plain types (e.g. a str or dict subclass): as JSON has it.
-    frozen = _core.frozen_json(_JSON_DECODE(_JSON_ENCODE(value)))
-    assert frozen is not None
-    return frozen  # type: ignore[no-any-return]
-
-
-def _check_json_dict(value: object, path: str) -> None:
-    """Raise unless ``value`` is a dict that survives a JSON round trip unchanged."""
-    if not isinstance(value, dict):
-        raise InvalidMessage(f"expected a dict, got {_tname(value)}", path)
-    # One C-level encode + decode + compare: rejects tuples, sets, bytes, NaN/inf, non-str keys,
-    # structs, datetimes... (they all come back as something unequal) and lone surrogates.
-    try:
-        ok = _JSON_DECODE(_JSON_ENCODE(value)) == value
-    except Exception:  # any failure to encode means "not JSON"
-        ok = False
-    if not ok:
-        problem = _json_problem(value, "value", set())
-        raise InvalidMessage(
-            problem or "does not survive a JSON round trip unchanged",
-            path,
-        )
-
-
-def _prefixed(err: InvalidMessage, prefix: str) -> InvalidMessage:
-    """``err`` with ``prefix`` put in front of its path."""
-    if not err.path:
-        path = prefix
-    elif err.path.startswith("["):
-        path = prefix + err.path
-    else:
-        path = f"{prefix}.{err.path}"
-    return InvalidMessage(err.reason, path)
-
-
-# --------------------------------------------------------------------------------------------
-# Blocks
-
-
-class _BlockBase(msgspec.Struct, frozen=True, tag_field="type", gc=False, omit_defaults=True):
-    """Shared configuration of the block structs (tagged by ``"type"``)."""
-
-
-class TextBlock(_BlockBase, frozen=True, tag="text"):
-    """Plain text."""
-
-    text: str
-
-    # Checks in the core, with no Python frame; ``_check`` names the problem.
-    __post_init__ = _core.text_post_init  # type: ignore[misc]  # a function of the core, not a method
-
-    def _check(self) -> None:
-        _check_str(self.text, "text")
-
-
-class ImageBlock(_BlockBase, frozen=True, tag="image"):
-    """An inline image: ``media_type`` is one of :data:`IMAGE_MEDIA_TYPES`, ``data`` the raw bytes.
-
-    Encoded as base64 in dicts and JSON. Short forms such as ``"png"`` are rejected, not
-    normalised.
-    """
-
-    media_type: str
-    data: bytes
-
-    def __post_init__(self) -> None:
-        media_type = self.media_type
-        if not isinstance(media_type, str):
-            raise InvalidMessage(f"expected str, got {_tname(media_type)}", "media_type")
-        if media_type not in IMAGE_MEDIA_TYPES:
-            raise InvalidMessage(
-                f"unsupported image media type {media_type!r}; "
-                f"expected one of {', '.join(sorted(IMAGE_MEDIA_TYPES))}",
-                "media_type",
-            )
-        if type(self.data) is not bytes:
-            raise InvalidMessage(f"expected bytes, got {_tname(self.data)}", "data")
-
-
-class ProviderBlock(_BlockBase, frozen=True, tag="provider"):
-    """A provider's block or item kept exactly as it arrived: ``data`` is the provider's dict
-    (frozen), ``format`` the format it came in (``"anthropic"``, ``"openai_responses"``,
-    ``"openai_chat"``).
-
-    Server-side and MCP tool calls and their results, documents, images behind a URL or a file
-    id, audio and file parts, provider compaction items, and whatever else ctxtrim does not
-    model with a block of its own. Written back to its own format unchanged; what ctxtrim
-    knows of it (which role carries it, whether it is half of a call/result pair and by which
-    id, how it is priced) is its row in :data:`ctxtrim.provider.SPECS`. ``pair_id`` is the
-    pairing id ctxtrim gives a call and its answer where the wire has none (Chat's legacy
-    ``function_call``); None otherwise.
-    """
-
-    format: str
-    data: dict[str, Any]
-    pair_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.format, str) or self.format not in _provider.FORMATS:
-            raise InvalidMessage(
-                f"unknown format {self.format!r}; expected one of "
-                f"{', '.join(sorted(_provider.FORMATS))}",
-                "format",
-            )
-        frozen = _frozen_json_dict(self.data, "data")
-        if frozen is not self.data:
-            force_setattr(self, "data", frozen)
-        if not _provider.wire_type(self.format, frozen):
-            raise InvalidMessage("missing required field", "data.type")
-        spec = _provider.spec_of(self.format, frozen)
-        if spec is None:
-            raise InvalidMessage(
-                f"unsupported {self.format} type {_provider.wire_type(self.format, frozen)!r}: "
-                "it carries an id, so it may be half of a call/result pair ctxtrim does not "
-                "know",
-                "data.type",
-            )
-        if self.pair_id is not None:
-            _check_nonempty_str(self.pair_id, "pair_id")
-        elif spec.pair and spec.id_key:
-            if spec.id_key not in frozen:
-                raise InvalidMessage("missing required field", f"data.{spec.id_key}")
-            _check_nonempty_str(frozen[spec.id_key], f"data.{spec.id_key}")
-        elif spec.pair:
-            raise InvalidMessage(
-                f"a {self.wire_type} has no id on the wire: give it a pair_id", "pair_id"
-            )
-
-    @property
-    def wire_type(self) -> str:
-        """The provider's type of this block (``"server_tool_use"``, ``"computer_call"``...)."""
-        return _provider.wire_type(self.format, self.data)
-
-    @property
-    def spec(self) -> _provider.Spec:
-        """This block's row of :data:`ctxtrim.provider.SPECS`."""
-        spec = _provider.spec_of(self.format, self.data)
-        assert spec is not None  # checked at construction
-        return spec
-
-    @property
-    def call_id(self) -> str | None:
-        """The id this block pairs by (as a call or as a result), or None."""
-        spec = self.spec
-        if not spec.pair:
-            return None
-        if self.pair_id is not None:
-            return self.pair_id
-        value: str = self.data[spec.id_key]
-        return value
-
-    def with_call_id(self, new_id: str) -> ProviderBlock:
-        """This block with its pairing id replaced (what ``repair`` does to a duplicate)."""
-        if self.pair_id is not None or not self.spec.id_key:
-            return ProviderBlock(self.format, self.data, new_id)
-        data = {**self.data, self.spec.id_key: new_id}
-        return ProviderBlock(self.format, data)
-
-    def _facts(self) -> tuple[str | None, str | None, bool, bool, str, int, int]:
-        """What the core reads (once per message): ``(call id, answered id, opens a user
-        turn, is a compaction, text to price, extra tokens, flat-priced images)``."""
-        return _provider.facts(self)
-
-
-class ToolUseBlock(_BlockBase, frozen=True, tag="tool_use"):
-    """A tool call issued by the assistant. ``input`` must be a plain-JSON dict."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-
-    # Every check at once in the core, ``input`` frozen, no Python frame; ``_check`` names the
-    # problem.
-    __post_init__ = _core.tool_use_post_init  # type: ignore[misc]  # a function of the core, not a method
-
-    def _check(self) -> None:
-        _check_nonempty_str(self.id, "id")
-        _check_nonempty_str(self.name, "name")
-        frozen = _frozen_json_dict(self.input, "input")
-        if frozen is not self.input:
-            force_setattr(self, "input", frozen)
-
-
-_RESULT_ITEM_TYPES = frozenset({TextBlock, ImageBlock, ProviderBlock})
-
-
-class ToolResultBlock(_BlockBase, frozen=True, tag="tool_result"):
-    """The result of the tool call ``tool_use_id``; travels in a user message.
-
-    ``content`` is a string or a sequence of ``TextBlock`` / ``ImageBlock`` / ``ProviderBlock``
-    (a document, a search result or an image behind a URL; stored as a tuple).
-    ``compact_summary`` is an optional short stand-in that strategies may show instead of the
-    full result once it is old.
-    """
-
-    tool_use_id: str
-    content: str | tuple[TextBlock | ImageBlock | ProviderBlock, ...]
-    is_error: bool = False
-    compact_summary: str | None = None
-
-    # Every check at once in the core, no Python frame; ``_check`` names the problem.
-    __post_init__ = _core.tool_result_post_init  # type: ignore[misc]  # a function of the core, not a method
-
-    def _check(self) -> None:
-        _check_nonempty_str(self.tool_use_id, "tool_use_id")
-        content: object = self.content
-        if isinstance(content, str):
-            _check_str(content, "content")
-        elif type(content) is tuple or type(content) is list:
-            for i, item in enumerate(content):
-                if type(item) not in _RESULT_ITEM_TYPES:
-                    raise InvalidMessage(
-                        f"expected a TextBlock, ImageBlock or ProviderBlock, got {_tname(item)}",
-                        f"content[{i}]",
-                    )
-            if type(content) is list:
-                force_setattr(self, "content", tuple(content))
-        else:
-            raise InvalidMessage(
-                f"expected a str or a list of TextBlock/ImageBlock/ProviderBlock, "
-                f"got {_tname(content)}",
-                "content",
-            )
-        if type(self.is_error) is not bool:
-            raise InvalidMessage(f"expected bool, got {_tname(self.is_error)}", "is_error")
-        _check_opt_str(self.compact_summary, "compact_summary")
-
-
-class ReasoningBlock(_BlockBase, frozen=True, tag="reasoning"):
-    """Model reasoning ("thinking"): its text, the provider's signature, and whether redacted."""
-
-    text: str = ""
-    signature: str = ""
-    redacted: bool = False
-
-    def __post_init__(self) -> None:
-        _check_str(self.text, "text")
-        _check_str(self.signature, "signature")
-        if type(self.redacted) is not bool:
-            raise InvalidMessage(f"expected bool, got {_tname(self.redacted)}", "redacted")
-
-
-Block: TypeAlias = (
-    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ReasoningBlock | ProviderBlock
-)
-
-_BLOCK_TYPES = frozenset(
-    {TextBlock, ImageBlock, ToolUseBlock, ToolResultBlock, ReasoningBlock, ProviderBlock}
-)
-
-# Which block types each role may carry (see the module docstring); a ProviderBlock's row
-# names its role.
-_ALLOWED: dict[str, frozenset[type]] = {
-    "system": frozenset({TextBlock, ProviderBlock}),
-    "user": frozenset({TextBlock, ImageBlock, ToolResultBlock, ProviderBlock}),
-    "assistant": frozenset({TextBlock, ImageBlock, ToolUseBlock, ReasoningBlock, ProviderBlock}),
-}
-
-
-def pair_sides(blocks: Sequence[Block]) -> list[tuple[str, str | None]]:
-    """For each block, how the pair-safe index counts it: ``("call", id)`` (a tool call, or a
-    provider block its row makes a call), ``("result", id)``, or ``("", None)``. A call and its
-    result in the same message (a server-side tool and its result) pair within it and count
-    as neither, as the core reads them."""
-    sides: list[tuple[str, str | None]] = []
-    for b in blocks:
-        if type(b) is ToolUseBlock:
-            sides.append(("call", b.id))
-        elif type(b) is ToolResultBlock:
-            sides.append(("result", b.tool_use_id))
-        elif type(b) is ProviderBlock and b.spec.pair:
-            sides.append((b.spec.pair, b.call_id))
-        else:
-            sides.append(("", None))
-    calls = {i for side, i in sides if side == "call"}
-    within = calls & {i for side, i in sides if side == "result"}
-    if within:
-        sides = [("", None) if i in within else (side, i) for side, i in sides]
-    return sides
+# Pairs
 
 
 def pair_ids(message: Message) -> tuple[list[str], list[str]]:
@@ -962,32 +577,6 @@ _ENCODER = msgspec.json.Encoder()
 _MESSAGE_DECODER = msgspec.json.Decoder(Message)
 _MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
 
-# msgspec says "<reason> - at `$.a[0].b`", or "- at `key` in `$.meta`" for a bad dict key.
-_AT_RE = re.compile(r" - at (`key` in )?`\$(.*)`\Z", re.S)
-_MISSING_RE = re.compile(r"Object missing required field `(.*)`\Z", re.S)
-
-
-def _from_msgspec(err: msgspec.ValidationError, root: str) -> InvalidMessage:
-    """Translate msgspec's ``... - at `$.content[0].text``` into an :class:`InvalidMessage`."""
-    text = str(err)
-    m = _AT_RE.search(text)
-    location = m.group(2) if m else ""
-    reason = text[: m.start()] if m else text
-    if m and m.group(1):
-        reason += " (in a key)"
-    cause = err.__cause__
-    sub = ""
-    if isinstance(cause, InvalidMessage):  # raised by a __post_init__ at ``location``
-        reason, sub = cause.reason, cause.path
-    else:
-        missing = _MISSING_RE.match(reason)
-        if missing:
-            sub = missing.group(1)
-    path = (root + location).removeprefix(".")
-    if sub:
-        path = f"{path}{'' if not path or sub.startswith('[') else '.'}{sub}"
-    return InvalidMessage(reason, path)
-
 
 def encode_messages(messages: Iterable[Message]) -> bytes:
     """Messages as one JSON array."""
@@ -1006,17 +595,3 @@ def decode_messages(data: bytes | bytearray | memoryview | str) -> list[Message]
         raise _from_msgspec(e, "messages") from None
     except msgspec.DecodeError as e:
         raise InvalidMessage(f"invalid JSON: {e}", "messages") from None
-
-
-def block_to_dict(block: Block) -> dict[str, Any]:
-    """One block in the public dict shape (``{"type": ..., ...}``)."""
-    return _JSON_DECODE(_ENCODER.encode(block))  # type: ignore[no-any-return]
-
-
-def block_from_dict(data: Any) -> Block:
-    """Build and validate one block from its dict shape."""
-    try:
-        block: Block = msgspec.convert(data, Block)
-        return block
-    except msgspec.ValidationError as e:
-        raise _from_msgspec(e, "") from None

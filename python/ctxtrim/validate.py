@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxtrim import _core
+from ctxtrim.blocks import pair_sides
 from ctxtrim.messages import (
     Block,
     Message,
@@ -33,7 +34,6 @@ from ctxtrim.messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
-    pair_sides,
 )
 
 __all__ = [
