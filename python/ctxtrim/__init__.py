@@ -8,6 +8,7 @@ call cut from its result.
 """
 
 from ctxtrim._core import MessageLog, TurnCounter, TurnId, __version__
+from ctxtrim.clearing import ClearToolResults, KeepRecentImages, TruncateToolOutputs
 from ctxtrim.compaction import (
     AutoCompactStore,
     CompactionEvent,
@@ -48,18 +49,15 @@ from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, Ses
 from ctxtrim.stores import SQLiteContextStore
 from ctxtrim.strategies import (
     CacheStable,
-    ClearToolResults,
     ContextStrategy,
     FitContextWindow,
     HeadAndTail,
     InvalidStrategy,
     KeepLastMessages,
     KeepLastTurns,
-    KeepRecentImages,
     Pipeline,
     TrimReport,
     TrimRounds,
-    TruncateToolOutputs,
 )
 from ctxtrim.tokens import (
     AnthropicTokenCounter,

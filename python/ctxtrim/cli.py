@@ -44,6 +44,7 @@ from typing import Any, NoReturn
 
 from ctxtrim import __version__
 from ctxtrim.blocks import pair_sides
+from ctxtrim.clearing import TruncateToolOutputs
 from ctxtrim.errors import CtxtrimError
 from ctxtrim.formats import FORMATS, InvalidToolArguments, detect, dump, load, parse_json
 from ctxtrim.formats._common import loads_arguments, raw_arguments
@@ -54,7 +55,6 @@ from ctxtrim.strategies import (
     FitContextWindow,
     KeepLastTurns,
     Pipeline,
-    TruncateToolOutputs,
 )
 from ctxtrim.tokens import HeuristicTokenCounter, estimate_tokens
 from ctxtrim.validate import Violation, repair, validate

@@ -28,42 +28,33 @@ import bisect
 from abc import ABC
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias, overload
-
-import msgspec
+from typing import Any, Literal, TypeAlias, overload
 
 from ctxtrim import _core
 from ctxtrim._text import clip_text
 from ctxtrim.errors import InvalidStrategy
-from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import Message
 from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter, as_token_counter, tool_tokens
 
 __all__ = [
     "SKIPPED_META_KEY",
-    "TRUNCATION_MARKER",
     "CacheStable",
-    "ClearToolResults",
     "ContextStrategy",
     "FitContextWindow",
     "HeadAndTail",
     "InvalidStrategy",
     "KeepLastMessages",
     "KeepLastTurns",
-    "KeepRecentImages",
     "Pipeline",
     "Source",
     "TrimReport",
     "TrimRounds",
-    "TruncateToolOutputs",
     "clip_text",
 ]
 
 #: What a strategy accepts: a history, a log with cached token counts, or a memory store.
 Source: TypeAlias = Sequence[Message] | _core.MessageLog | MemoryContextStore
-
-#: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
-TRUNCATION_MARKER = "...[truncated]"
 
 
 # ============================================================================================
@@ -682,263 +673,6 @@ def _tools_tokens(tools: Sequence[object], counter: TokenCounter | None, room: i
 
 
 # ============================================================================================
-# In-place strategies
-
-
-class TruncateToolOutputs(ContextStrategy):
-    """Clip long tool results, in place (agentix, openai-agents): every result by default,
-    all but those of the last ``keep_recent_turns`` user turns otherwise.
-
-    A string result is cut to ``max_chars`` characters (never inside a grapheme) and
-    ``marker`` appended; in a list result each text block is clipped the same way and images
-    are left alone. A text is clipped only when that makes it shorter, so a result never
-    grows: texts of up to ``max_chars + len(marker)`` characters are left as they are, and a
-    clipped text is at most that long. Applying it again therefore changes nothing; a result
-    that shows its own ``compact_summary`` (a stand-in :class:`ClearToolResults` put there)
-    is skipped too.
-    """
-
-    def __init__(
-        self, max_chars: int, *, marker: str = TRUNCATION_MARKER, keep_recent_turns: int = 0
-    ) -> None:
-        self.max_chars = _check_int("max_chars", max_chars, 1)
-        if not isinstance(marker, str):
-            raise InvalidStrategy(f"marker must be a str, got {type(marker).__name__}")
-        self.marker = marker
-        self.keep_recent_turns = _check_int("keep_recent_turns", keep_recent_turns, 0)
-
-    def __repr__(self) -> str:
-        recent = f", keep_recent_turns={self.keep_recent_turns}" if self.keep_recent_turns else ""
-        return f"TruncateToolOutputs({self.max_chars}{recent})"
-
-    def _clip(self, text: str) -> str | None:
-        limit = self.max_chars
-        if len(text) <= limit:
-            return None
-        if text.endswith(self.marker) and len(text) <= limit + len(self.marker):
-            return None
-        clipped = clip_text(text, limit) + self.marker
-        return clipped if len(clipped) < len(text) else None
-
-    def _result(self, block: ToolResultBlock) -> ToolResultBlock | None:
-        content = block.content
-        if content == block.compact_summary:
-            return None  # already replaced by its short stand-in (ClearToolResults)
-        if isinstance(content, str):
-            clipped = self._clip(content)
-            if clipped is None:
-                return None
-            return msgspec.structs.replace(block, content=clipped)
-        new_items: list[object] = []
-        changed = False
-        for item in content:
-            if isinstance(item, TextBlock):
-                clipped = self._clip(item.text)
-                if clipped is not None:
-                    item = TextBlock(clipped)
-                    changed = True
-            new_items.append(item)
-        return msgspec.structs.replace(block, content=tuple(new_items)) if changed else None
-
-    def _run(self, inp: _Input) -> _Outcome:
-        messages = inp.messages
-        end = len(messages)
-        if self.keep_recent_turns:
-            start = inp.log.kth_last_turn_start(self.keep_recent_turns)
-            end = 0 if start is None else start
-        changed: dict[int, Message] = {}
-        for i in range(end):
-            message = messages[i]
-            if message.role != "user":
-                continue
-            blocks = message.content
-            new_blocks: list[object] | None = None
-            for j, block in enumerate(blocks):
-                if type(block) is ToolResultBlock:
-                    clipped = self._result(block)
-                    if clipped is not None:
-                        if new_blocks is None:
-                            new_blocks = list(blocks)
-                        new_blocks[j] = clipped
-            if new_blocks is not None:
-                changed[i] = msgspec.structs.replace(message, content=tuple(new_blocks))
-        if not changed:
-            return _unchanged(inp)
-        out = [changed.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(changed))
-
-
-class ClearToolResults(ContextStrategy):
-    """Replace old tool results by their ``compact_summary`` or ``placeholder`` (Anthropic
-    context editing, LangChain ``ClearToolUsesEdit``, agent-air).
-
-    Acts only when the history is over ``trigger`` tokens. Then every tool result is
-    cleared, oldest first, except the results of the last ``keep`` answered tool calls and
-    of tools named in ``exclude_tools``; with ``clear_tool_inputs`` the cleared calls'
-    inputs become ``{}`` too. If that frees fewer than ``clear_at_least`` tokens, nothing is
-    cleared (a cleared prefix costs a prompt-cache write, worth it only for a real saving).
-    A result already showing its replacement is left alone, so a second run changes nothing.
-    """
-
-    def __init__(
-        self,
-        trigger: int,
-        *,
-        keep: int = 3,
-        clear_at_least: int = 0,
-        exclude_tools: Sequence[str] = (),
-        placeholder: str = "[tool result cleared]",
-        clear_tool_inputs: bool = False,
-    ) -> None:
-        self.trigger = _check_int("trigger", trigger, 0)
-        self.keep = _check_int("keep", keep, 0)
-        self.clear_at_least = _check_int("clear_at_least", clear_at_least, 0)
-        if isinstance(exclude_tools, str) or not all(isinstance(t, str) for t in exclude_tools):
-            raise InvalidStrategy("exclude_tools must be a sequence of tool names (str)")
-        self.exclude_tools = frozenset(exclude_tools)
-        if not isinstance(placeholder, str):
-            raise InvalidStrategy(f"placeholder must be a str, got {type(placeholder).__name__}")
-        self.placeholder = placeholder
-        self.clear_tool_inputs = _check_bool("clear_tool_inputs", clear_tool_inputs)
-
-    def __repr__(self) -> str:
-        return f"ClearToolResults({self.trigger}, keep={self.keep})"
-
-    def _run(self, inp: _Input) -> _Outcome:
-        if inp.log.total_tokens <= self.trigger:
-            return _unchanged(inp)
-        # A copy: the pairs found below index into it, so another thread editing the
-        # caller's list meanwhile cannot move a block out from under them.
-        messages = list(inp.messages)
-        # Pair results with calls as the core does: a result answers the latest earlier
-        # message issuing its id. Pairs are ordered by their call.
-        latest: dict[str, tuple[int, int, str]] = {}
-        pairs: list[tuple[int, int, str, int, int]] = []
-        for i, m in enumerate(messages):
-            for j, block in enumerate(m.content):
-                if type(block) is ToolResultBlock:
-                    call = latest.pop(block.tool_use_id, None)
-                    if call is not None:
-                        pairs.append((*call, i, j))
-            for j, block in enumerate(m.content):
-                if type(block) is ToolUseBlock:
-                    latest[block.id] = (i, j, block.name)
-        pairs.sort()
-        old = pairs[: len(pairs) - self.keep] if self.keep else pairs
-        edits: dict[int, dict[int, object]] = {}
-        for call_i, call_j, name, res_i, res_j in old:
-            if name in self.exclude_tools:
-                continue
-            result = messages[res_i].content[res_j]
-            assert type(result) is ToolResultBlock
-            stand_in = result.compact_summary or self.placeholder
-            if result.content != stand_in:
-                # The stand-in also becomes the compact summary: it marks the result as
-                # cleared, so TruncateToolOutputs leaves it alone and a re-run skips it.
-                edits.setdefault(res_i, {})[res_j] = msgspec.structs.replace(
-                    result, content=stand_in, compact_summary=stand_in
-                )
-            if self.clear_tool_inputs:
-                use = messages[call_i].content[call_j]
-                assert type(use) is ToolUseBlock
-                if use.input:
-                    edits.setdefault(call_i, {})[call_j] = msgspec.structs.replace(use, input={})
-        if not edits:
-            return _unchanged(inp)
-        changed: dict[int, Message] = {}
-        for i, blocks in edits.items():
-            content = tuple(blocks.get(j, b) for j, b in enumerate(messages[i].content))
-            changed[i] = msgspec.structs.replace(messages[i], content=content)
-        if self.clear_at_least:
-            counts = inp.counts()
-            freed = sum(counts[i] - inp.count(m) for i, m in changed.items())
-            if freed < self.clear_at_least:
-                return _unchanged(inp)
-        out = [changed.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(changed))
-
-
-class KeepRecentImages(ContextStrategy):
-    """Keep only the newest ``n`` images; older ones become a short text ``placeholder``
-    (Anthropic's computer-use reference agent does this: a screenshot per step is what
-    overflows first).
-
-    Images are counted over the whole history, newest first, in message content and in tool
-    results alike. With ``chunk`` > 1, images are removed only in multiples of ``chunk``
-    (between ``n`` and ``n + chunk - 1`` are kept), so the history's prefix — and the
-    provider's prompt cache — changes once every ``chunk`` images rather than every turn.
-    Nothing is dropped and no tool id changes, so it is pair-safe; a second run finds at
-    most ``n + chunk - 1`` images and changes nothing.
-    """
-
-    def __init__(self, n: int, *, placeholder: str = "[image removed]", chunk: int = 1) -> None:
-        self.n = _check_int("n", n, 0)
-        if not isinstance(placeholder, str) or not placeholder:
-            raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
-        self.placeholder = placeholder
-        self.chunk = _check_int("chunk", chunk, 1)
-
-    def __repr__(self) -> str:
-        chunk = f", chunk={self.chunk}" if self.chunk > 1 else ""
-        return f"KeepRecentImages({self.n}{chunk})"
-
-    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
-        """The messages that lose images, by index (empty when nothing changes)."""
-        where: list[int] = []  # the index of each image's message, oldest first
-        for i, m in enumerate(messages):
-            for block in m.content:
-                if type(block) is ImageBlock:
-                    where.append(i)
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    where.extend(i for item in block.content if type(item) is ImageBlock)
-        extra = len(where) - self.n
-        remove = extra - extra % self.chunk if extra > 0 else 0
-        if remove <= 0:
-            return {}
-        last = where[remove - 1]  # images of messages before it all go; of it, the oldest
-        left = remove
-        text = TextBlock(self.placeholder)
-        edits: dict[int, Message] = {}
-        for i in sorted(set(where[:remove])):
-            blocks: list[object] = []
-            for block in messages[i].content:
-                if type(block) is ImageBlock and left:
-                    blocks.append(text)
-                    left -= 1
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    items: list[object] = []
-                    for item in block.content:
-                        if type(item) is ImageBlock and left:
-                            items.append(text)
-                            left -= 1
-                        else:
-                            items.append(item)
-                    if items != list(block.content):
-                        block = msgspec.structs.replace(block, content=tuple(items))
-                    blocks.append(block)
-                else:
-                    blocks.append(block)
-            edits[i] = msgspec.structs.replace(messages[i], content=tuple(blocks))
-        assert left == 0 and max(edits) == last
-        return edits
-
-    def _apply_fast(self, source: Source) -> list[Message] | None:
-        # A plain list is scanned as it is: no log is built when nothing changes.
-        if type(source) is list:
-            edits = self._edits(source)
-            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
-        return None
-
-    def _run(self, inp: _Input) -> _Outcome:
-        messages = inp.messages
-        edits = self._edits(messages)
-        if not edits:
-            return _unchanged(inp)
-        out = [edits.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(edits))
-
-
-# ============================================================================================
 # Composition
 
 
@@ -1071,3 +805,19 @@ def _next_input(prev: _Input, out: _Outcome) -> _Input:
         for m, o in zip(out.messages, out.origin, strict=True)
     ]
     return _Input(out.messages, _core.MessageLog(out.messages, tokens=tokens), prev.counter)
+
+
+# The in-place strategies live in ``ctxtrim.clearing``; ``from ctxtrim.strategies import
+# ClearToolResults`` (where they were before) still works. Resolved lazily: ``clearing``
+# imports this module, so an import at the top would be a cycle.
+_MOVED_TO_CLEARING = frozenset(
+    {"TRUNCATION_MARKER", "ClearToolResults", "KeepRecentImages", "TruncateToolOutputs"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_CLEARING:
+        from ctxtrim import clearing
+
+        return getattr(clearing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
