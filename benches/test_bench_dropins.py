@@ -94,6 +94,59 @@ def test_langchain_trim_messages(benchmark: Any, impl: str, n: int) -> None:
     _timed(benchmark, f"langchain trim_messages {n}", impl, grow, lambda: trim(history, **kw))
 
 
+def _chat_round(i: int) -> list[dict[str, Any]]:
+    if i == 0:
+        return [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "the task"},
+        ]
+    cid = f"call_{i}"
+    call = {"id": cid, "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": cid, "content": f"result {i} " * 20},
+        {"role": "assistant", "content": f"answer {i} " * 10},
+    ]
+
+
+@pytest.mark.parametrize("n", (100, 1_000))
+@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
+def test_chat_dicts_trimmed_as_dicts(benchmark: Any, impl: str, n: int) -> None:
+    """A server's turn on the data it has: the request's Chat ``messages`` arrive as JSON
+    (parsed inside the timed call, as a fresh list of fresh dicts every turn) and leave as
+    dicts. LangChain: ``trim_messages`` on the dicts, then ``convert_to_openai_messages``
+    to send them; ctxtrim: a strategy called on the dicts."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import convert_to_openai_messages, trim_messages
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from ctxtrim import FitContextWindow
+
+    history, grow = _rounds(_chat_round, n)
+    if impl == "langchain":
+        kw = {"max_tokens": 8000, "token_counter": count_tokens_approximately}
+        kw |= {"strategy": "last", "include_system": True, "start_on": "human"}
+
+        def call() -> Any:
+            return convert_to_openai_messages(trim_messages(json.loads(body()), **kw))
+    else:
+        trim = FitContextWindow(8000)
+
+        def call() -> Any:
+            return trim(json.loads(body()))
+
+    def body() -> bytes:  # the request as it arrives; not part of either side's cost
+        return encoded[0]
+
+    encoded = [json.dumps(history).encode()]
+
+    def grow_and_encode() -> None:
+        grow()
+        encoded[0] = json.dumps(history).encode()
+
+    _timed(benchmark, f"Chat dicts in, dicts out {n}", impl, grow_and_encode, call)
+
+
 # -- autogen --------------------------------------------------------------------------------
 
 

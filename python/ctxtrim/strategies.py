@@ -32,7 +32,8 @@ from typing import Any, Literal, TypeAlias, overload
 
 from ctxtrim import _core
 from ctxtrim._text import clip_text
-from ctxtrim.errors import InvalidStrategy
+from ctxtrim.dicts import Payload, ProviderPayload, is_payload
+from ctxtrim.errors import InvalidMessage, InvalidStrategy
 from ctxtrim.messages import Message
 from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter, as_token_counter, tool_tokens
@@ -312,26 +313,45 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         where = {id(m): i for i, m in enumerate(messages)}
         return _Outcome(out, [where.get(id(m)) for m in out])
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        """The trimmed history; ``messages`` itself (same object) if nothing changed."""
-        return self.apply(messages)
+    @overload
+    def __call__(self, messages: Sequence[Message]) -> list[Message]: ...
+    @overload
+    def __call__(self, messages: ProviderPayload, *, format: str = "auto") -> Any: ...
+    def __call__(
+        self, messages: Sequence[Message] | ProviderPayload, *, format: str = "auto"
+    ) -> Any:
+        """The trimmed history; ``messages`` itself (same object) if nothing changed. Provider
+        dicts (a Chat, Responses or Anthropic list or request body) are read as ``format``
+        (detected by default; naming it skips the detection's pass) and come back in their
+        own format and shape (:mod:`ctxtrim.dicts`)."""
+        return self.apply(messages, format=format)
 
     @overload
-    def apply(self, source: Source, *, report: Literal[False] = False) -> list[Message]: ...
+    def apply(
+        self, source: Source, *, report: Literal[False] = False, format: str = "auto"
+    ) -> list[Message]: ...
     @overload
     def apply(
-        self, source: Source, *, report: Literal[True]
+        self, source: Source, *, report: Literal[True], format: str = "auto"
     ) -> tuple[list[Message], TrimReport]: ...
+    @overload
     def apply(
-        self, source: Source, *, report: bool = False
-    ) -> list[Message] | tuple[list[Message], TrimReport]:
+        self, source: ProviderPayload, *, report: bool = False, format: str = "auto"
+    ) -> Any: ...
+    def apply(
+        self, source: Source | ProviderPayload, *, report: bool = False, format: str = "auto"
+    ) -> Any:
         """Apply to a list, a ``MessageLog`` (e.g. ``await store.load_log()``) or a
         ``MemoryContextStore``; the latter two use the cached per-message token counts.
+        Provider dicts are read as ``format`` (detected by default) and the result written
+        back in it; a report's indices then count the payload's entries.
 
         With ``report=True``, return ``(messages, report)``: the result and the
         :meth:`describe` report of the same run (the strategy runs once)."""
+        if is_payload(source):
+            return self._apply_payload(Payload(source, format), report)
         if not report:
-            fast = self._apply_fast(source)
+            fast = self._apply_fast(source)  # type: ignore[arg-type]  # not a payload
             if fast is not None:
                 return fast
         inp = _Input.of(source, self.counter)
@@ -340,13 +360,22 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
             return _finish(out), _report(repr(self), inp, out)
         return _finish(out)
 
+    def _apply_payload(self, payload: Payload, report: bool) -> Any:
+        if not report:
+            return payload.write(self.apply(payload.messages))
+        out, rep = self.apply(payload.messages, report=True)
+        return payload.write(out), payload.report(rep, out)
+
     def _apply_fast(self, source: Source) -> list[Message] | None:
         """The result without building a report, if this strategy has a shortcut for
         ``source``; else None."""
         return None
 
-    def describe(self, source: Source) -> TrimReport:
+    def describe(self, source: Source | ProviderPayload, *, format: str = "auto") -> TrimReport:
         """What applying the strategy to ``source`` would drop or change; changes nothing."""
+        if is_payload(source):
+            report: TrimReport = self._apply_payload(Payload(source, format), True)[1]
+            return report
         inp = _Input.of(source, self.counter)
         return _report(repr(self), inp, self._run(inp))
 
@@ -417,19 +446,29 @@ class _CoreCut(_CutStrategy):
             counter=self.counter,
         )
 
-    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+    @overload
+    def __call__(self, messages: Sequence[Message]) -> list[Message]: ...
+    @overload
+    def __call__(self, messages: ProviderPayload, *, format: str = "auto") -> Any: ...
+    def __call__(
+        self, messages: Sequence[Message] | ProviderPayload, *, format: str = "auto"
+    ) -> Any:
         """The trimmed history; ``messages`` itself (same object) if nothing changed."""
         if type(messages) is list:  # an agent's own list: one call into the core
-            return _core.cut_list(
-                messages,
-                self._rule,
-                getattr(self, self._value),
-                self.pin_task,
-                self.start_with_user,
-                self.counter,
-                self._tail,
-            )
-        return self.apply(messages)
+            try:
+                return _core.cut_list(
+                    messages,  # type: ignore[arg-type]  # a payload raises: handled below
+                    self._rule,
+                    getattr(self, self._value),
+                    self.pin_task,
+                    self.start_with_user,
+                    self.counter,
+                    self._tail,
+                )
+            except InvalidMessage:
+                if not is_payload(messages):  # provider dicts: checked after, costs nothing
+                    raise
+        return self.apply(messages, format=format)
 
     def _apply_fast(self, source: Source) -> list[Message] | None:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, overload
 
 import msgspec
 
 from ctxtrim import _core
 from ctxtrim.blocks import pair_sides
+from ctxtrim.dicts import Payload, ProviderPayload, is_payload
 from ctxtrim.messages import (
     Block,
     Message,
@@ -70,13 +72,38 @@ class Violation:
         return self.description
 
 
-def validate(messages: Sequence[Message]) -> list[Violation]:
-    """Every violation in ``messages``, ordered by message index. Never mutates."""
-    return [Violation(*row) for row in _core.validate(messages)]
+@overload
+def validate(messages: Sequence[Message]) -> list[Violation]: ...
+@overload
+def validate(messages: ProviderPayload, *, format: str = "auto") -> list[Violation]: ...
+def validate(
+    messages: Sequence[Message] | ProviderPayload, *, format: str = "auto"
+) -> list[Violation]:
+    """Every violation in ``messages``, ordered by message index. Never mutates.
+
+    Provider dicts (a Chat, Responses or Anthropic list or request body) are read as
+    ``format`` (detected by default); the violations' indices then count the payload's
+    entries (:mod:`ctxtrim.dicts`)."""
+    if is_payload(messages):
+        payload = Payload(messages, format)
+        return [payload.violation(Violation(*row)) for row in _core.validate(payload.messages)]
+    return [Violation(*row) for row in _core.validate(messages)]  # type: ignore[arg-type]
 
 
-def repair(messages: Sequence[Message]) -> list[Message]:
-    """A provider-valid version of ``messages``; the same list object if it was valid."""
+@overload
+def repair(messages: Sequence[Message]) -> list[Message]: ...
+@overload
+def repair(messages: ProviderPayload, *, format: str = "auto") -> Any: ...
+def repair(messages: Sequence[Message] | ProviderPayload, *, format: str = "auto") -> Any:
+    """A provider-valid version of ``messages``; the same list object if it was valid.
+    Provider dicts come back in their own format and shape (the payload itself if valid)."""
+    if is_payload(messages):
+        payload = Payload(messages, format)
+        return payload.write(_repair(payload.messages))
+    return _repair(messages)  # type: ignore[arg-type]  # not a payload
+
+
+def _repair(messages: Sequence[Message]) -> list[Message]:
     plan = _core.repair_plan(messages)
     if not plan:
         return messages if isinstance(messages, list) else list(messages)
