@@ -98,14 +98,11 @@ MAX_MESSAGE_TOKENS = 2**31 - 1
 
 
 def _bad_count(count: object, where: str) -> InvalidArgument:
-    """The error for a counter's count that is not a count, for the message at ``where``;
-    the count rides along (``bad_count``) so a caller can name another place for it."""
-    error = InvalidArgument(
+    """The error for a counter's count that is not a count, for the message at ``where``."""
+    return InvalidArgument(
         f"the token counter's count_message returned {count!r} for {where}; "
         f"a token count is an int from 0 to {MAX_MESSAGE_TOKENS}"
     )
-    error.bad_count = count  # type: ignore[attr-defined]
-    return error
 
 
 def _counted(counter: TokenCounter, message: Message, where: str) -> int:
@@ -116,6 +113,18 @@ def _counted(counter: TokenCounter, message: Message, where: str) -> int:
     if type(count) is not int or not 0 <= count <= MAX_MESSAGE_TOKENS:
         raise _bad_count(count, where)
     return count
+
+
+def _token_counts(
+    messages: Sequence[Message], counter: TokenCounter | None, path: str = "messages[{}]"
+) -> list[int]:
+    """Per-message token counts stored with each message, so a loaded history is never
+    recounted: the exact ``counter`` when given (a count that is not one is an
+    :class:`InvalidArgument` naming ``path.format(i)``: ``"message"`` for ``append``,
+    ``"messages[i]"`` for a batch), else the core's estimate."""
+    if counter is None:
+        return [_core.message_tokens(m) for m in messages]
+    return [_counted(counter, m, path.format(i)) for i, m in enumerate(messages)]
 
 
 def _check_upto(upto: object) -> int:
@@ -408,9 +417,10 @@ class MemoryContextStore(ContextStore):
             self._log.extend(history, tokens=self._counts(history))
 
     def _counts(self, messages: Sequence[Message]) -> list[int] | None:
+        # Without a counter the core estimates (and caches) each count itself.
         if self._counter is None:
             return None
-        return [_counted(self._counter, m, f"messages[{i}]") for i, m in enumerate(messages)]
+        return _token_counts(messages, self._counter)
 
     @property
     def log(self) -> _core.MessageLog:

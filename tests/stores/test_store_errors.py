@@ -25,7 +25,7 @@ from ctxtrim import (
     StoreError,
 )
 
-from store_backends import BACKENDS, Backend, opened
+from store_backends import BACKENDS, PERSISTENT_BACKENDS, Backend, opened
 
 MAX = 2**63 - 1
 MIN = -(2**63)
@@ -321,6 +321,31 @@ async def test_a_count_that_is_not_a_count_is_refused_before_anything_is_stored(
             store._counter = _BadCounter(2**31 - 1)  # type: ignore[attr-defined]
             await store.append(Message.user("the largest count"))
             assert (await store.load_log()).token_counts()[-1] == 2**31 - 1
+    finally:
+        await backend.cleanup()
+
+
+@pytest.mark.parametrize("factory", PERSISTENT_BACKENDS)
+async def test_an_id_stored_with_other_content_is_named_as_append_or_append_many_named_it(
+    factory: Callable[[Path], Backend], tmp_path: Path
+) -> None:
+    """With idempotent ids, an id already stored with other content is refused at
+    ``message.id`` for ``append`` and ``messages[i].id`` for a batch, on every persistent
+    backend (Redis and PostgreSQL named ``messages[0].id`` for a lone ``append``), and
+    nothing is stored."""
+    backend = factory(tmp_path)
+    try:
+        async with opened(backend, "ids") as store:
+            store._idempotent = True  # type: ignore[attr-defined]  # every persistent backend keeps it there
+            await store.append(Message.user("first", id="m1"))
+            before = await _state(store)
+            with pytest.raises(InvalidMessage) as e:
+                await store.append(Message.user("other", id="m1"))
+            assert e.value.path == "message.id"
+            with pytest.raises(InvalidMessage) as e:
+                await store.append_many([Message.user("new", id="m2"), Message.user("o", id="m1")])
+            assert e.value.path == "messages[1].id"
+            assert await _state(store) == before
     finally:
         await backend.cleanup()
 

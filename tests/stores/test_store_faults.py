@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 import random
 import subprocess
 import sys
@@ -243,3 +245,105 @@ def test_cas_compaction_racing_an_appender_loses_nothing(
         swaps_applied=applied,
         swaps_stale=stale,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL: a pool whose connections the server closed heals on checkout
+
+
+class _Warnings(logging.Handler):
+    """Counts the warnings psycopg_pool logs (it printed hundreds during one outage)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+async def _client_backends(admin: Any) -> list[int]:
+    cur = await admin.execute(
+        "SELECT pid FROM pg_stat_activity"
+        " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+    )
+    return [int(row[0]) for row in await cur.fetchall()]
+
+
+async def _healing_round(server: Server, how: str) -> dict[str, int]:
+    """Fill the store's pool, close every pooled connection from the server's side (``how``:
+    ``terminate`` = ``pg_terminate_backend`` on each, ``restart`` = a fast shutdown and a
+    start), then make 12 appends and 12 reads, one at a time, once the server answers."""
+    import psycopg
+
+    from ctxtrim.stores.postgres import PostgresContextStore
+
+    warnings = _Warnings()
+    logger = logging.getLogger("psycopg.pool")
+    logger.addHandler(warnings)
+    store = await PostgresContextStore.open(
+        server.url, "healing", schema="heal", timeout=TIMEOUT, max_connections=4
+    )
+    try:
+        # Four at once: the pool grows to its four connections.
+        await asyncio.gather(*[store.append(Message.user(f"before {i}")) for i in range(8)])
+        async with await psycopg.AsyncConnection.connect(server.url, autocommit=True) as admin:
+            pooled = await _client_backends(admin)
+        assert len(pooled) >= 2, pooled  # the store's pool holds several connections
+        if how == "terminate":
+            async with await psycopg.AsyncConnection.connect(server.url, autocommit=True) as admin:
+                for pid in pooled:
+                    await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                for _ in range(100):  # gone server-side: the server has closed each one
+                    if not set(pooled) & set(await _client_backends(admin)):
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError("the terminated backends did not exit")
+        else:
+            server.stop()
+            server.start()
+        failed: list[str] = []
+        start = time.monotonic()
+        for i in range(12):
+            calls: list[Callable[[], Awaitable[object]]] = [
+                functools.partial(store.append, Message.user(f"after {i}")),
+                store.get_history,
+            ]
+            for call in calls:
+                try:
+                    await call()
+                except Exception as e:  # counted: the test asserts there are none
+                    failed.append(f"{type(e).__name__}: {e}")
+        took = time.monotonic() - start
+        assert failed == [], failed
+        texts = [m.text for m in await store.get_history()]
+        assert texts[8:] == [f"after {i}" for i in range(12)], texts
+        assert took < 12 * TIMEOUT / 2, f"24 calls took {took:.2f}s"
+        # One "discarding closed connection" per connection the server closed, no more.
+        assert len(warnings.messages) <= len(pooled), warnings.messages
+        return {
+            "acknowledged": 20,
+            "lost": 0,
+            "duplicated": 0,
+            "unknown": 0,
+            "closed_by_server": len(pooled),
+            "failed_calls": len(failed),
+            "pool_warnings": len(warnings.messages),
+            "calls_ms": int(took * 1000),
+        }
+    finally:
+        logger.removeHandler(warnings)
+        await store.close()
+
+
+@pytest.mark.parametrize("how", ["terminate", "restart"])
+def test_a_postgres_pool_heals_with_no_failed_call_once_the_server_answers(
+    how: str, request: pytest.FixtureRequest
+) -> None:
+    """``pg_terminate_backend`` on every pooled connection, or a server restart: the next
+    calls all succeed (they used to fail, one per dead pooled connection), and psycopg_pool
+    logs one warning per closed connection at most."""
+    with private_server("postgres") as server:
+        counts = asyncio.run(_healing_round(server, how))
+    report(request, f"pooled connections closed by the server ({how})", "postgres", **counts)

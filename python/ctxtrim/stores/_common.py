@@ -41,18 +41,16 @@ from ctxtrim.store import (
     _INT64_MAX,
     _INT64_MIN,
     MAX_MESSAGE_TOKENS,
-    _bad_count,
     _check_batch,
     _check_expected_length,
     _check_int64,
     _check_limit,
     _check_upto,
-    _counted,
     _preview,
+    _token_counts,
     _tokens_overflow,
     _upto_past_end,
 )
-from ctxtrim.tokens import TokenCounter
 
 __all__ = [
     "DEFAULT_LOG_CACHE_BYTES",
@@ -64,7 +62,6 @@ __all__ = [
     "TURN_ATTEMPTS",
     "LogCache",
     "LogCaches",
-    "append_one",
     "check_batch",
     "check_int64",
     "check_limit",
@@ -100,6 +97,7 @@ check_int64 = _check_int64
 check_batch = _check_batch
 tokens_overflow = _tokens_overflow
 upto_past_end = _upto_past_end
+token_counts = _token_counts
 
 _ENCODE = msgspec.json.Encoder().encode
 _DECODE = msgspec.json.Decoder(Message).decode
@@ -220,28 +218,6 @@ def decode_payload(
         raise CorruptRecordError(
             f"session {session_id!r} message {seq} does not decode: {e}", session_id, seq
         ) from e
-
-
-def token_counts(
-    messages: Sequence[Message], counter: TokenCounter | None, path: str = "messages[{}]"
-) -> list[int]:
-    """Per-message token counts stored with each row, so a loaded history is never
-    recounted: the exact ``counter`` when given (a count that is not one is an
-    :class:`InvalidArgument` naming ``path.format(i)``), else the core's estimate."""
-    if counter is None:
-        return [_core.message_tokens(m) for m in messages]
-    return [_counted(counter, m, path.format(i)) for i, m in enumerate(messages)]
-
-
-async def append_one(append_many: Callable[[list[Message]], Awaitable[None]], m: Message) -> None:
-    """``append(m)`` as ``append_many([m])``, its errors naming ``"message"`` as the memory
-    store's do (a bad count from the counter)."""
-    try:
-        await append_many([m])
-    except InvalidArgument as e:
-        if not hasattr(e, "bad_count"):
-            raise
-        raise _bad_count(e.bad_count, "message") from None
 
 
 def stored_count(value: object, session_id: str, seq: int) -> int:

@@ -49,6 +49,7 @@ import functools
 import hashlib
 import os
 import re
+import select
 import socket
 import uuid
 import weakref
@@ -74,8 +75,6 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
-    append_one,
-    check_batch,
     check_limit,
     check_max_message_bytes,
     check_messages,
@@ -103,6 +102,7 @@ try:
     import psycopg
     from psycopg import errors as pg_errors
     from psycopg import sql
+    from psycopg.pq import ConnStatus, TransactionStatus
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as e:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -110,6 +110,8 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
     ) from e
 
 __all__ = ["MIGRATIONS", "PostgresContextStore"]
+
+_poll = getattr(select, "poll", None)  # not on Windows; select() there (no fd limit)
 
 #: Schema migrations; entry ``i`` takes the database to version ``i + 1``. Append only.
 MIGRATIONS: tuple[str, ...] = (
@@ -245,6 +247,48 @@ async def _bounded(
         yield fired
     finally:
         handle.cancel()
+
+
+def _idle_and_open(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """Whether a pooled connection can take a statement, judged without any I/O: libpq says
+    it is open and idle, and its socket holds nothing to read. An idle session's server
+    writes unprompted only to end it (``pg_terminate_backend``, a shutdown or restart, an
+    ``idle_session_timeout``: an error message, then end-of-file) or for a ``LISTEN``
+    notification, which ctxtrim never subscribes to. No round trip, so nothing to bound: a
+    stopped server cannot make this wait."""
+    pgconn = conn.pgconn
+    if pgconn.status != ConnStatus.OK or pgconn.transaction_status != TransactionStatus.IDLE:
+        return False
+    try:
+        fd = pgconn.socket
+    except psycopg.OperationalError:
+        return False
+    if _poll is not None:
+        poller = _poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return not poller.poll(0)
+    readable, _, failed = select.select([fd], [], [fd], 0)
+    return not readable and not failed
+
+
+async def _checkout(pool: AsyncConnectionPool, deadline: float) -> psycopg.AsyncConnection[Any]:
+    """A pooled connection that can take a statement, by ``deadline`` (loop time). One the
+    server closed while it sat in the pool is closed here and handed back (the pool
+    replaces it), and the next one is tried at once, so a restart or a
+    ``pg_terminate_backend`` costs no failed call once the server answers, and no statement
+    is ever sent down a connection known to be dead (it would be reported as an outcome
+    unknown). Bounded: at most one try per pooled connection plus one, each wait within the
+    deadline; psycopg_pool's own ``check`` is not used, since its round trip has no
+    deadline (a stopped server hung the checkout past the store's timeout) and it backs off
+    a second or more between failed checks."""
+    loop = asyncio.get_running_loop()
+    for _ in range(pool.max_size + 1):
+        conn = await pool.getconn(timeout=max(deadline - loop.time(), 0.001))
+        if _idle_and_open(conn):
+            return conn
+        await conn.close()
+        await pool.putconn(conn)  # closed: the pool discards it and connects a new one
+    raise PoolTimeout("every pooled connection was found closed by the server")
 
 
 async def migrate(conn: psycopg.AsyncConnection[Any], schema: str = "public") -> int:
@@ -470,30 +514,37 @@ class PostgresContextStore(ContextStore):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout
         fired = [False]
+        pool = self._shared.pool
         try:
-            async with self._shared.pool.connection(timeout=self._timeout) as conn:
+            conn = await _checkout(pool, deadline)
+            try:
                 async with _bounded(conn, deadline) as fired:
                     if not conn.autocommit:  # a caller's pool may not be in autocommit mode
                         await conn.set_autocommit(True)
                     yield conn
+            finally:
+                await pool.putconn(conn)
         except (psycopg.Error, PoolTimeout) as e:
             raise _store_error(e, write, fired[0]) from e
 
     # -- writes -----------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
-        encode_payload(message, self._max_bytes, "message")  # errors name "message"
-        await append_one(self.append_many, message)
+        payload = encode_payload(message, self._max_bytes, "message")
+        await self._append_many([message], [payload], "message")
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         """Append atomically (one statement). With ``idempotent_ids``, a message whose
         ``id`` is already stored with the same content is skipped (a retried append); with
         different content the whole batch is refused with
         :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
-        check_batch(messages)
-        messages = list(messages)
         payloads = check_messages(messages, self._max_bytes)
-        counts = token_counts(messages, self._counter)
+        await self._append_many(list(messages), payloads, "messages[{}]")
+
+    async def _append_many(self, messages: list[Message], payloads: list[bytes], path: str) -> None:
+        """Store checked, encoded ``messages``; errors name ``path.format(i)`` (``"message"``
+        for ``append``, ``"messages[i]"`` for a batch)."""
+        counts = token_counts(messages, self._counter, path)
         texts = [p.decode("utf-8") for p in payloads]
         ids = [m.id if self._idempotent else None for m in messages]
         digests = [
@@ -505,7 +556,7 @@ class PostgresContextStore(ContextStore):
             if mid is not None and by_id.setdefault(mid, digest) != digest:
                 raise InvalidMessage(
                     f"id {mid!r} appears twice in the batch with different content",
-                    f"messages[{i}].id",
+                    path.format(i) + ".id",
                 )
         if not messages:
             return
@@ -514,7 +565,7 @@ class PostgresContextStore(ContextStore):
         for _ in range(TURN_ATTEMPTS):
             guard = await turn_guard(self.load_log, self._log_cache, messages)
             if await self._write_batch(
-                messages, ids, digests, by_id, counts, payloads, texts, guard
+                messages, ids, digests, by_id, counts, payloads, texts, guard, path
             ):
                 return
         raise turns_kept_moving(self.session_id)
@@ -529,6 +580,7 @@ class PostgresContextStore(ContextStore):
         payloads: list[bytes],
         texts: list[str],
         guard: tuple[int, int] | None,
+        path: str,
     ) -> bool:
         """Store the batch; ``False`` (nothing written) if ``guard`` is given and the
         session row is no longer at that ``(generation, next_seq)``: check the turns again."""
@@ -537,7 +589,7 @@ class PostgresContextStore(ContextStore):
                 async with self._conn("append") as conn:
                     if guard is None:
                         written = await self._insert_batch(
-                            conn, ids, digests, by_id, counts, payloads, texts
+                            conn, ids, digests, by_id, counts, payloads, texts, path
                         )
                     else:
                         async with conn.transaction():
@@ -545,7 +597,7 @@ class PostgresContextStore(ContextStore):
                             if not locked:
                                 raise psycopg.Rollback()  # leaves the block, nothing written
                             written = await self._insert_batch(
-                                conn, ids, digests, by_id, counts, payloads, texts
+                                conn, ids, digests, by_id, counts, payloads, texts, path
                             )
                         if not locked:
                             return False
@@ -588,6 +640,7 @@ class PostgresContextStore(ContextStore):
         counts: list[int],
         payloads: list[bytes],
         texts: list[str],
+        path: str,
     ) -> tuple[int, int] | None:
         """Insert the batch; ``(generation, first seq)`` of its rows if every message was
         stored (``None`` when a retried idempotent append skipped some)."""
@@ -605,7 +658,7 @@ class PostgresContextStore(ContextStore):
                 if mid in stored and stored[mid] != digests[i]:
                     raise InvalidMessage(
                         f"id {mid!r} is already stored with different content",
-                        f"messages[{i}].id",
+                        path.format(i) + ".id",
                     )
             keep, seen = [], set()
             for i, mid in enumerate(ids):

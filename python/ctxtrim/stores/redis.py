@@ -58,8 +58,6 @@ from ctxtrim.stores._common import (
     TURN_ATTEMPTS,
     LogCache,
     LogRead,
-    append_one,
-    check_batch,
     check_limit,
     check_max_message_bytes,
     check_messages,
@@ -509,11 +507,12 @@ class RedisContextStore(ContextStore):
                 pass  # the write is applied; the next open of the session lists it again
         return result
 
-    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes | str | int], list[int]]:
-        """Validate and encode a batch before any I/O: (id, digest, entry) per message, and
-        the messages' token counts."""
-        payloads = check_messages(messages, self._max_bytes)
-        counts = token_counts(messages, self._counter)
+    def _encode(
+        self, messages: list[Message], payloads: list[bytes], path: str
+    ) -> tuple[list[bytes | str | int], list[int]]:
+        """The script's arguments for a checked batch, before any I/O: (id, digest, entry)
+        per message, and the messages' token counts. Errors name ``path.format(i)``."""
+        counts = token_counts(messages, self._counter, path)
         args: list[bytes | str | int] = []
         seen: dict[str, str] = {}
         for i, (m, payload, count) in enumerate(zip(messages, payloads, counts, strict=True)):
@@ -522,7 +521,7 @@ class RedisContextStore(ContextStore):
             if mid is not None and seen.setdefault(mid, digest) != digest:
                 raise InvalidMessage(
                     f"id {mid!r} appears twice in the batch with different content",
-                    f"messages[{i}].id",
+                    path.format(i) + ".id",
                 )
             args += [mid or "", digest, _entry(payload, count)]
         return args, counts
@@ -530,17 +529,21 @@ class RedisContextStore(ContextStore):
     # -- writes -----------------------------------------------------------------------------
 
     async def append(self, message: Message) -> None:
-        encode_payload(message, self._max_bytes, "message")  # errors name "message"
-        await append_one(self.append_many, message)
+        payload = encode_payload(message, self._max_bytes, "message")
+        await self._append_many([message], [payload], "message")
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         """Append atomically (one script). With ``idempotent_ids``, a message whose ``id``
         is already stored with the same content is skipped (a retried append); with
         different content the whole batch is refused with
         :class:`~ctxtrim.errors.InvalidMessage` and nothing is stored."""
-        check_batch(messages)
-        messages = list(messages)
-        args, counts = self._encode(messages)
+        payloads = check_messages(messages, self._max_bytes)
+        await self._append_many(list(messages), payloads, "messages[{}]")
+
+    async def _append_many(self, messages: list[Message], payloads: list[bytes], path: str) -> None:
+        """Store checked, encoded ``messages``; errors name ``path.format(i)`` (``"message"``
+        for ``append``, ``"messages[i]"`` for a batch)."""
+        args, counts = self._encode(messages, payloads, path)
         if not messages:
             return
         # Caller-given turn ids: checked against the session's turn, and the script stores
@@ -557,7 +560,7 @@ class RedisContextStore(ContextStore):
             i = result[1]
             raise InvalidMessage(
                 f"id {messages[i].id!r} is already stored with different content",
-                f"messages[{i}].id",
+                path.format(i) + ".id",
             )
         _, stored, length, generation = result
         if stored == len(messages):  # (a retried idempotent append stores fewer)
