@@ -95,24 +95,32 @@ class _Parser(argparse.ArgumentParser):
         return f"{parts[-1]} " if len(parts) > 1 else ""
 
 
-def _positive(text: str) -> int:
+#: The largest count or budget the command line takes (what a strategy takes: 64 bits).
+_MAX_WHOLE = 2**63 - 1
+
+
+def _whole(text: str, low: int, what: str) -> int:
+    """``text`` as an int from ``low`` to :data:`_MAX_WHOLE`; argparse prints the error as
+    one line naming the option (``1e30`` and ``10**31`` included: no "internal error")."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{what}, got {value}")
+    if value > _MAX_WHOLE:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {_MAX_WHOLE} (a signed 64-bit int), got {text.strip()}"
+        )
     return value
+
+
+def _positive(text: str) -> int:
+    return _whole(text, 1, "must be at least 1")
 
 
 def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
+    return _whole(text, 0, "must not be negative")
 
 
 def note(text: str) -> None:

@@ -108,11 +108,14 @@ class OutcomeUnknownError(CtxtrimError):
 
 
 class InvalidArgument(CtxtrimError, ValueError):
-    """A store call got an argument of the wrong type or out of range (``upto`` past the
-    end or not an int, ``expected_generation`` not an int, a token count outside the
-    signed 64-bit range, a bad ``limit`` or ``timeout``). Raised before any I/O or inside
-    the write's transaction before it changes anything: nothing changed. The message reads
-    ``"<name> must be <what>, got <value>"`` (or names the range it overflows)."""
+    """A call got an argument of the wrong type or out of range: a store's (``upto`` past
+    the end or not an int, ``expected_generation`` not an int, a token count outside the
+    signed 64-bit range, a bad ``limit`` or ``timeout``), or an int past the range the
+    compiled core takes (``MessageLog`` queries, ``cut_window``, ``cut_list``,
+    ``TurnCounter``: ``"start must be an int from 0 to 18446744073709551615, got -1"``).
+    Raised before any I/O or inside the write's transaction before it changes anything:
+    nothing changed. The message reads ``"<name> must be <what>, got <value>"`` (or names
+    the range it overflows)."""
 
 
 class CorruptRecordError(StoreError):

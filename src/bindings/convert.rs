@@ -510,7 +510,21 @@ fn items_of<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>
 }
 
 fn counts_of(tokens: Option<&Bound<'_, PyAny>>, n: usize) -> PyResult<Option<Vec<u32>>> {
-    let counts: Option<Vec<u32>> = tokens.map(PyAnyMethods::extract).transpose()?;
+    let counts: Option<Vec<u32>> = match tokens {
+        None => None,
+        Some(tokens) => match tokens.extract::<Vec<u32>>() {
+            Ok(counts) => Some(counts),
+            Err(e) => {
+                if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(tokens.py()) {
+                    // Name the count past the range (the one-call extraction cannot).
+                    for (i, item) in tokens.try_iter()?.enumerate() {
+                        super::args::int_arg::<u32>(&item?, &format!("tokens[{i}]"))?;
+                    }
+                }
+                return Err(e);
+            }
+        },
+    };
     if let Some(counts) = &counts {
         if counts.len() != n {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(

@@ -14,6 +14,7 @@ use crate::turn::TurnIdError;
 pyo3::import_exception!(ctxtrim.errors, StaleGenerationError);
 pyo3::import_exception!(ctxtrim.errors, InvalidMessage);
 pyo3::import_exception!(ctxtrim.errors, InvalidTurnId);
+pyo3::import_exception!(ctxtrim.errors, InvalidArgument);
 
 /// `InvalidMessage(reason, path)`.
 pub fn invalid_message(reason: impl Into<String>, path: impl Into<String>) -> PyErr {

@@ -22,12 +22,13 @@
 use std::sync::Arc;
 
 use parking_lot::{MappedMutexGuard, Mutex, MutexGuard};
-use pyo3::exceptions::{PyIndexError, PyTypeError};
+use pyo3::exceptions::{PyIndexError, PyOverflowError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::PyList;
+use pyo3::types::{PyInt, PyList};
 
+use super::args;
 use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use super::facts::facts_of;
@@ -348,10 +349,24 @@ fn index(i: isize, len: usize) -> PyResult<usize> {
     }
 }
 
+/// A message index past `isize` (either way): no log holds it, so the `IndexError` an
+/// index past the end gets, not an `OverflowError`.
+fn position(i: &Bound<'_, PyAny>) -> PyResult<isize> {
+    match i.extract::<isize>() {
+        Err(e) if e.is_instance_of::<PyOverflowError>(i.py()) => Err(PyIndexError::new_err(
+            format!("message index {} out of range", args::shown(i)),
+        )),
+        other => other,
+    }
+}
+
 /// A turn given as an int (the whole turn), `"u3"` / `"a3"`, or a `TurnId`.
 fn turn_id(turn: &Bound<'_, PyAny>) -> PyResult<TurnId> {
-    if let Ok(n) = turn.extract::<u32>() {
-        return Ok(TurnId::user(n));
+    if turn.is_instance_of::<PyInt>() {
+        return match turn.extract::<u32>() {
+            Ok(n) => Ok(TurnId::user(n)),
+            Err(_) => Err(args::out_of_range("turn", 0, u32::MAX, turn)),
+        };
     }
     if let Ok(t) = turn.extract::<PyRef<'_, super::turn::PyTurnId>>() {
         return Ok(t.0);
@@ -387,7 +402,7 @@ impl PyMessageLog {
         &self,
         py: Python<'_>,
         message: &Bound<'_, PyAny>,
-        tokens: Option<u32>,
+        #[pyo3(from_py_with = args::tokens)] tokens: Option<u32>,
     ) -> PyResult<()> {
         self.writable()?;
         check_message(message, "message")?;
@@ -425,7 +440,11 @@ impl PyMessageLog {
         self.state(py).len()
     }
 
-    fn __getitem__(&self, py: Python<'_>, i: isize) -> PyResult<Py<PyAny>> {
+    fn __getitem__(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = position)] i: isize,
+    ) -> PyResult<Py<PyAny>> {
         let state = self.state(py);
         let at = index(i, state.len())?;
         let payload = match state.log.get(at) {
@@ -442,15 +461,19 @@ impl PyMessageLog {
     fn to_list<'py>(
         &self,
         py: Python<'py>,
-        start: usize,
-        end: Option<usize>,
+        #[pyo3(from_py_with = args::start)] start: usize,
+        #[pyo3(from_py_with = args::end)] end: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.slice(py, start, end)
     }
 
     /// The last `limit` messages, or all of them when `limit` is None.
     #[pyo3(signature = (limit = None))]
-    fn tail<'py>(&self, py: Python<'py>, limit: Option<usize>) -> PyResult<Bound<'py, PyList>> {
+    fn tail<'py>(
+        &self,
+        py: Python<'py>,
+        #[pyo3(from_py_with = args::limit)] limit: Option<usize>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let len = self.state(py).len();
         self.slice(py, limit.map_or(0, |n| len.saturating_sub(n)), None)
     }
@@ -505,11 +528,11 @@ impl PyMessageLog {
     fn replace_prefix(
         &self,
         py: Python<'_>,
-        upto: usize,
+        #[pyo3(from_py_with = args::upto)] upto: usize,
         messages: &Bound<'_, PyAny>,
-        expected_generation: u64,
+        #[pyo3(from_py_with = args::expected_generation)] expected_generation: u64,
         tokens: Option<&Bound<'_, PyAny>>,
-        expected_length: Option<usize>,
+        #[pyo3(from_py_with = args::expected_length)] expected_length: Option<usize>,
     ) -> PyResult<()> {
         self.writable()?;
         let encoding = self.state(py).encoding;
@@ -546,10 +569,10 @@ impl PyMessageLog {
     fn replace_at(
         &self,
         py: Python<'_>,
-        index: usize,
+        #[pyo3(from_py_with = args::index)] index: usize,
         message: &Bound<'_, PyAny>,
-        expected_generation: u64,
-        tokens: Option<u32>,
+        #[pyo3(from_py_with = args::expected_generation)] expected_generation: u64,
+        #[pyo3(from_py_with = args::tokens)] tokens: Option<u32>,
     ) -> PyResult<()> {
         self.writable()?;
         check_message(message, "message")?;
@@ -572,7 +595,12 @@ impl PyMessageLog {
 
     /// Estimated tokens of messages `[start, end)` (all by default), from prefix sums.
     #[pyo3(signature = (start = 0, end = None))]
-    fn tokens(&self, py: Python<'_>, start: usize, end: Option<usize>) -> u64 {
+    fn tokens(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::start)] start: usize,
+        #[pyo3(from_py_with = args::end)] end: Option<usize>,
+    ) -> u64 {
         let log = self.indexed(py);
         log.tokens(start, end.unwrap_or(log.len()))
     }
@@ -594,7 +622,11 @@ impl PyMessageLog {
     }
 
     /// Anchor the estimate to the input tokens the provider reported for the current history.
-    fn calibrate(&self, py: Python<'_>, reported_input_tokens: u64) -> PyResult<()> {
+    fn calibrate(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::reported_input_tokens)] reported_input_tokens: u64,
+    ) -> PyResult<()> {
         self.writable()?;
         self.indexed(py).calibrate(reported_input_tokens);
         Ok(())
@@ -608,7 +640,11 @@ impl PyMessageLog {
     // ---- turns --------------------------------------------------------------------------
 
     /// The turn id of message `i`.
-    fn turn_of(&self, py: Python<'_>, i: isize) -> PyResult<super::turn::PyTurnId> {
+    fn turn_of(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = position)] i: isize,
+    ) -> PyResult<super::turn::PyTurnId> {
         let log = self.indexed(py);
         let at = index(i, log.len())?;
         log.get(at)
@@ -634,17 +670,25 @@ impl PyMessageLog {
     // ---- pair-safe cuts -------------------------------------------------------------------
 
     /// Whether keeping `messages[i:]` separates no tool use from its result.
-    fn is_safe_cut(&self, py: Python<'_>, i: usize) -> bool {
+    fn is_safe_cut(&self, py: Python<'_>, #[pyo3(from_py_with = args::i)] i: usize) -> bool {
         self.indexed(py).is_safe_cut(i)
     }
 
     /// The safe cut nearest `i` at or before it (0 is always safe).
-    fn safe_cut_at_or_before(&self, py: Python<'_>, i: usize) -> usize {
+    fn safe_cut_at_or_before(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::i)] i: usize,
+    ) -> usize {
         self.indexed(py).safe_cut_at_or_before(i)
     }
 
     /// The safe cut nearest `i` at or after it (`len` is always safe).
-    fn safe_cut_at_or_after(&self, py: Python<'_>, i: usize) -> usize {
+    fn safe_cut_at_or_after(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::i)] i: usize,
+    ) -> usize {
         self.indexed(py).safe_cut_at_or_after(i)
     }
 
@@ -655,9 +699,9 @@ impl PyMessageLog {
     fn fit_budget(
         &self,
         py: Python<'_>,
-        budget: u64,
-        floor: usize,
-        end: Option<usize>,
+        #[pyo3(from_py_with = args::budget)] budget: u64,
+        #[pyo3(from_py_with = args::floor)] floor: usize,
+        #[pyo3(from_py_with = args::end)] end: Option<usize>,
     ) -> (usize, u64, bool) {
         let log = self.indexed(py);
         let cut = log.fit_budget_within(budget, floor, end.unwrap_or(usize::MAX));
@@ -671,10 +715,10 @@ impl PyMessageLog {
     fn stable_cut(
         &self,
         py: Python<'_>,
-        fixed: u64,
-        high: u64,
-        low: u64,
-        floor: usize,
+        #[pyo3(from_py_with = args::fixed)] fixed: u64,
+        #[pyo3(from_py_with = args::high)] high: u64,
+        #[pyo3(from_py_with = args::low)] low: u64,
+        #[pyo3(from_py_with = args::floor)] floor: usize,
         user_start: bool,
     ) -> (usize, u64, usize) {
         let cut = self
@@ -692,22 +736,38 @@ impl PyMessageLog {
     }
 
     /// The largest safe cut at or before `i` whose message is a real user message, or None.
-    fn user_cut_at_or_before(&self, py: Python<'_>, i: usize) -> Option<usize> {
+    fn user_cut_at_or_before(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::i)] i: usize,
+    ) -> Option<usize> {
         self.indexed(py).user_cut_at_or_before(i)
     }
 
     /// The smallest safe cut at or after `i` whose message is a real user message, or None.
-    fn user_cut_at_or_after(&self, py: Python<'_>, i: usize) -> Option<usize> {
+    fn user_cut_at_or_after(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::i)] i: usize,
+    ) -> Option<usize> {
         self.indexed(py).user_cut_at_or_after(i)
     }
 
     /// Index where the k-th last user turn starts (k >= 1), or None.
-    fn kth_last_turn_start(&self, py: Python<'_>, k: usize) -> Option<usize> {
+    fn kth_last_turn_start(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::k)] k: usize,
+    ) -> Option<usize> {
         self.indexed(py).kth_last_turn_start(k)
     }
 
     /// Index where the k-th last round starts (k >= 1), or None.
-    fn kth_last_round_start(&self, py: Python<'_>, k: usize) -> Option<usize> {
+    fn kth_last_round_start(
+        &self,
+        py: Python<'_>,
+        #[pyo3(from_py_with = args::k)] k: usize,
+    ) -> Option<usize> {
         self.indexed(py).kth_last_round_start(k)
     }
 

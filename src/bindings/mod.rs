@@ -7,6 +7,7 @@
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
 mod anthropic;
+mod args;
 mod autogen;
 mod chat;
 mod convert;

@@ -7,6 +7,9 @@ use pyo3::prelude::*;
 /// `max_chars + 1` characters, so callers pass no more than that. A text holding lone
 /// surrogates cannot cross into Rust (`UnicodeEncodeError`); `ctxtrim._text` handles it.
 #[pyfunction]
-pub fn grapheme_floor(text: &str, max_chars: usize) -> usize {
+pub fn grapheme_floor(
+    text: &str,
+    #[pyo3(from_py_with = super::args::max_chars)] max_chars: usize,
+) -> usize {
     crate::text::grapheme_floor(text, max_chars)
 }

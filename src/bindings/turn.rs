@@ -16,7 +16,7 @@ pub struct PyTurnId(pub TurnId);
 #[pymethods]
 impl PyTurnId {
     #[new]
-    fn new(owner: &str, number: u32) -> PyResult<Self> {
+    fn new(owner: &str, #[pyo3(from_py_with = super::args::number)] number: u32) -> PyResult<Self> {
         let owner = match owner {
             "u" | "user" => Owner::User,
             "a" | "assistant" => Owner::Assistant,
@@ -79,7 +79,7 @@ pub struct PyTurnCounter(AtomicU32);
 impl PyTurnCounter {
     #[new]
     #[pyo3(signature = (start = 0))]
-    fn new(start: u32) -> Self {
+    fn new(#[pyo3(from_py_with = super::args::turn_start)] start: u32) -> Self {
         Self(AtomicU32::new(start))
     }
 

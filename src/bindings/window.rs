@@ -51,7 +51,7 @@ pub fn cut_window(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
     rule: &str,
-    value: u64,
+    #[pyo3(from_py_with = super::args::value)] value: u64,
     pin_task: bool,
     start_with_user: bool,
     counter: Option<&Bound<'_, PyAny>>,
@@ -191,7 +191,7 @@ impl PyTail {
 pub fn cut_list<'py>(
     messages: &Bound<'py, PyList>,
     rule: &str,
-    value: u64,
+    #[pyo3(from_py_with = super::args::value)] value: u64,
     pin_task: bool,
     start_with_user: bool,
     counter: Option<&Bound<'py, PyAny>>,
