@@ -248,7 +248,28 @@ def _coerce_content(content: object) -> object:
                     raise _prefixed(e, f"content[{i}]") from None
             out.append(item)
         return tuple(out)
-    return content
+    if type(content) in _BLOCK_TYPES:
+        return (content,)
+    raise InvalidMessage(
+        f"expected a str, a block or a list of blocks and str, got {_tname(content)}", "content"
+    )
+
+
+def _tool_use_from_dict(call: dict[str, Any], path: str) -> ToolUseBlock:
+    """A tool call given as a dict: ``{"id", "name", "input"}`` (a ``tool_use`` block's
+    keys, ``"type"`` optional), or an error that says what a provider's call dict needs."""
+    if call.get("type", "tool_use") == "tool_use" and {"id", "name", "input"} <= call.keys():
+        try:
+            return ToolUseBlock(call["id"], call["name"], call["input"])
+        except InvalidMessage as e:
+            raise _prefixed(e, path) from None
+    kind = "an OpenAI Chat tool call" if "function" in call else "a dict"
+    raise InvalidMessage(
+        f"expected (id, name, input), a ToolUseBlock or a dict with id, name and input; got "
+        f"{kind} with keys {', '.join(map(repr, call))} (ctxtrim.formats.from_openai_chat "
+        "reads whole Chat messages)",
+        path,
+    )
 
 
 # The Python constructors: every form, every error named (see the core's fast ones).
@@ -256,7 +277,7 @@ def _coerce_content(content: object) -> object:
 
 def _user(
     cls: type[Message],
-    content: str | Sequence[Block | str],
+    content: str | Block | Sequence[Block | str],
     *,
     id: str | None = None,
     turn: str | None = None,
@@ -293,9 +314,9 @@ def _system(
 
 def _assistant(
     cls: type[Message],
-    content: str | Sequence[Block | str] | None = "",
+    content: str | Block | Sequence[Block | str] | None = "",
     *,
-    tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+    tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]] | dict[str, Any]] = (),
     id: str | None = None,
     turn: str | None = None,
     name: str | None = None,
@@ -320,6 +341,8 @@ def _assistant(
                 call = ToolUseBlock(*call)
             except InvalidMessage as e:
                 raise _prefixed(e, f"content[{j}]") from None
+        elif isinstance(call, dict):
+            call = _tool_use_from_dict(call, f"content[{j}]")
         calls.append(call)
     return cls(
         "assistant",
@@ -502,7 +525,7 @@ class Message(_MessageOptions, frozen=True):
         @classmethod
         def user(
             cls,
-            content: str | Sequence[Block | str],
+            content: str | Block | Sequence[Block | str],
             *,
             id: str | None = None,
             turn: str | None = None,
@@ -516,9 +539,11 @@ class Message(_MessageOptions, frozen=True):
         @classmethod
         def assistant(
             cls,
-            content: str | Sequence[Block | str] | None = "",
+            content: str | Block | Sequence[Block | str] | None = "",
             *,
-            tool_uses: Iterable[ToolUseBlock | tuple[str, str, dict[str, Any]]] = (),
+            tool_uses: Iterable[
+                ToolUseBlock | tuple[str, str, dict[str, Any]] | dict[str, Any]
+            ] = (),
             id: str | None = None,
             turn: str | None = None,
             name: str | None = None,
@@ -552,7 +577,7 @@ class Message(_MessageOptions, frozen=True):
         try:
             return msgspec.convert(data, cls)
         except msgspec.ValidationError as e:
-            raise _from_msgspec(e, "") from None
+            raise _with_format_hint(_from_msgspec(e, ""), data) from None
 
     def encode(self) -> bytes:
         """This message as JSON bytes."""
@@ -564,9 +589,37 @@ class Message(_MessageOptions, frozen=True):
         try:
             return _MESSAGE_DECODER.decode(data)
         except msgspec.ValidationError as e:
-            raise _from_msgspec(e, "") from None
+            raise _with_format_hint(_from_msgspec(e, ""), _JSON_DECODE(data)) from None
         except msgspec.DecodeError as e:
             raise InvalidMessage(f"invalid JSON: {e}", "") from None
+
+
+#: What a provider's message is called, and the converter that reads it, by format name.
+_PROVIDER_READERS = {
+    "openai": ("OpenAI Chat Completions", "from_openai_chat"),
+    "responses": ("OpenAI Responses", "from_openai_responses"),
+    "anthropic": ("Anthropic", "from_anthropic"),
+}
+
+
+def _with_format_hint(err: InvalidMessage, data: object) -> InvalidMessage:
+    """``err`` with a pointer to the converter, when ``data`` is a provider's message rather
+    than ctxtrim's own dict (only ever run on an error)."""
+    from ctxtrim import formats  # formats imports this module
+
+    try:
+        fmt = formats.detect([data]) if isinstance(data, dict) else "ctxtrim"
+    except Exception:  # no guess: the error as it is
+        return err
+    if fmt not in _PROVIDER_READERS:
+        return err
+    title, reader = _PROVIDER_READERS[fmt]
+    return InvalidMessage(
+        f"{err.reason} (this looks like an {title} message, not ctxtrim's "
+        f"own dict: ctxtrim.formats.{reader} reads it, and strategies, validate and repair "
+        "take a list of them as it is)",
+        err.path,
+    )
 
 
 # --------------------------------------------------------------------------------------------
