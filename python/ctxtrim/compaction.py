@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ctxtrim import _core
+from ctxtrim import observe as _observe
 from ctxtrim.errors import (
     CompactionError,
     CompactionSettingsError,
@@ -625,4 +626,5 @@ class AutoCompactStore(ContextStore):
             except Exception:
                 # A broken callback must not turn a history write into an error.
                 logger.exception("on_event callback failed for %r", event)
+        _observe.compacted(event)
         return event

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, overload
 
 from ctxtrim import _core
+from ctxtrim import observe as _observe
 from ctxtrim._text import clip_text
 from ctxtrim.dicts import Payload, ProviderPayload, is_payload
 from ctxtrim.errors import InvalidMessage, InvalidStrategy
@@ -347,7 +348,14 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         back in it; a report's indices then count the payload's entries.
 
         With ``report=True``, return ``(messages, report)``: the result and the
-        :meth:`describe` report of the same run (the strategy runs once)."""
+        :meth:`describe` report of the same run (the strategy runs once). Watched calls
+        (:mod:`ctxtrim.observe`) are logged and told to listeners."""
+        if _observe.state.watching:
+            out, rep = _observe.watched(lambda: self._apply(source, True, format))
+            return (out, rep) if report else out
+        return self._apply(source, report, format)
+
+    def _apply(self, source: Source | ProviderPayload, report: bool, format: str) -> Any:
         if is_payload(source):
             return self._apply_payload(Payload(source, format), report)
         if not report:
@@ -362,8 +370,8 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
 
     def _apply_payload(self, payload: Payload, report: bool) -> Any:
         if not report:
-            return payload.write(self.apply(payload.messages))
-        out, rep = self.apply(payload.messages, report=True)
+            return payload.write(self._apply(payload.messages, False, "auto"))
+        out, rep = self._apply(payload.messages, True, "auto")
         return payload.write(out), payload.report(rep, out)
 
     def _apply_fast(self, source: Source) -> list[Message] | None:
@@ -454,7 +462,8 @@ class _CoreCut(_CutStrategy):
         self, messages: Sequence[Message] | ProviderPayload, *, format: str = "auto"
     ) -> Any:
         """The trimmed history; ``messages`` itself (same object) if nothing changed."""
-        if type(messages) is list:  # an agent's own list: one call into the core
+        # An agent's own list, unwatched: one call into the core.
+        if type(messages) is list and not _observe.state.watching:
             try:
                 return _core.cut_list(
                     messages,  # type: ignore[arg-type]  # a payload raises: handled below

@@ -116,7 +116,7 @@ def test_a_request_body_keeps_its_other_keys_and_their_order() -> None:
     assert out["input"] == [{"role": "user", "content": "b"}] and out["model"] == "m"
 
 
-CHAT = [
+CHAT: list[dict[str, Any]] = [
     {"role": "system", "content": "s"},
     {"role": "user", "content": "first " * 100},
     {
@@ -145,7 +145,11 @@ def test_a_report_on_dicts_counts_the_payloads_entries() -> None:
 
 
 def test_validate_and_repair_take_dicts_and_name_entries() -> None:
-    broken = [*CHAT[:3], {"role": "tool", "tool_call_id": "zz", "content": "?"}, *CHAT[3:]]
+    broken: list[dict[str, Any]] = [
+        *CHAT[:3],
+        {"role": "tool", "tool_call_id": "zz", "content": "?"},
+        *CHAT[3:],
+    ]
     (violation,) = ctxtrim.validate(broken)
     assert (violation.kind, violation.index, violation.tool_use_id) == ("orphan_result", 3, "zz")
     assert violation.description.startswith("message 3:")
@@ -182,13 +186,13 @@ def test_what_is_not_a_payload_says_so() -> None:
     with pytest.raises(
         InvalidMessage, match=r"messages\[1\]: expected a ctxtrim.Message, got dict"
     ):
-        FitContextWindow(10)([Message.user("hi"), {"role": "user", "content": "x"}])
+        FitContextWindow(10)([Message.user("hi"), {"role": "user", "content": "x"}])  # type: ignore[list-item]
     with pytest.raises(InvalidMessage, match=r"messages\[0\]"):
         FitContextWindow(10)([{"role": "wizard", "content": "x"}])
 
 
 def test_a_named_format_reads_as_that_format() -> None:
-    anthropic = [
+    anthropic: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "a " * 300}]},
         {
             "role": "assistant",
