@@ -7,14 +7,10 @@ Every history ctxtrim hands back is provider-valid: no tool result without its c
 call cut from its result.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ctxtrim._core import MessageLog, TurnCounter, TurnId, __version__
 from ctxtrim.clearing import ClearToolResults, KeepRecentImages, TruncateToolOutputs
-from ctxtrim.compaction import (
-    AutoCompactStore,
-    CompactionEvent,
-    CompletionTransport,
-    compact_context,
-)
 from ctxtrim.errors import (
     CompactionError,
     CompactionSettingsError,
@@ -46,7 +42,6 @@ from ctxtrim.messages import (
     encode_messages,
 )
 from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
-from ctxtrim.stores import SQLiteContextStore
 from ctxtrim.strategies import (
     CacheStable,
     ContextStrategy,
@@ -69,6 +64,37 @@ from ctxtrim.tokens import (
     tool_tokens,
 )
 from ctxtrim.validate import Violation, repair, validate
+
+if TYPE_CHECKING:
+    from ctxtrim.compaction import (
+        AutoCompactStore,
+        CompactionEvent,
+        CompletionTransport,
+        compact_context,
+    )
+    from ctxtrim.stores import SQLiteContextStore
+
+# Imported on first use: compaction brings asyncio, the SQLite store sqlite3 and a thread
+# pool, which a process that only trims never needs (``import ctxtrim`` stays light).
+_LAZY = {
+    "AutoCompactStore": "ctxtrim.compaction",
+    "CompactionEvent": "ctxtrim.compaction",
+    "CompletionTransport": "ctxtrim.compaction",
+    "compact_context": "ctxtrim.compaction",
+    "SQLiteContextStore": "ctxtrim.stores",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxtrim' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups find it directly
+    return value
+
 
 __all__ = [
     "AnthropicTokenCounter",

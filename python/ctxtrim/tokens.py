@@ -16,13 +16,8 @@ Anthropic's formula). Wherever a table is named (``encoding=``), a model name wo
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import gzip
-import hashlib
 import importlib
-import importlib.resources
-import inspect
 import itertools
 import json
 import threading
@@ -246,6 +241,10 @@ _VOCABULARY_SHA256 = {
 def _core_counter(name: str) -> _core.BpeCounter | None:
     """The core's counter for ``name``, on the vocabulary file bpe-openai ships (read once
     per process: ~0.1 s, ~15 MB); None if the file is not there or not OpenAI's."""
+    import gzip  # here, not at the top: only an exact counter reads a vocabulary
+    import hashlib
+    import importlib.resources
+
     try:
         resource = importlib.resources.files("bpe_openai") / "data" / f"{name}.tiktoken.gz"
         data = gzip.decompress(resource.read_bytes())
@@ -542,6 +541,8 @@ class AnthropicTokenCounter:
     async def acount(self, history: Sequence[Message]) -> int:
         """:meth:`count`, awaited: the new messages' requests run concurrently (at most
         ``max_concurrency`` at once)."""
+        import asyncio  # here, not at the top: `import ctxtrim` stays free of asyncio
+
         plan = self._plan(history)
         gate = asyncio.Semaphore(self.max_concurrency)
 
@@ -623,6 +624,8 @@ class AnthropicTokenCounter:
             self.calls += 1
 
     def _sync(self, request: dict[str, Any]) -> int:
+        import inspect
+
         self._called()
         try:
             answer = self.client.messages.count_tokens(**request)
@@ -638,6 +641,9 @@ class AnthropicTokenCounter:
         return self._input_tokens(answer)
 
     async def _async(self, request: dict[str, Any]) -> int:
+        import asyncio
+        import inspect
+
         endpoint = self.client.messages.count_tokens
         self._called()
         try:

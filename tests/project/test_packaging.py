@@ -4,6 +4,7 @@ what the main job needs."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from importlib import metadata
@@ -58,3 +59,23 @@ def test_a_plain_install_needs_only_msgspec() -> None:
     assert plain == ["msgspec>=0.19"]
     extras = set(metadata.metadata("ctxtrim").get_all("Provides-Extra") or [])
     assert {"test", "lint", "build", "dev", "redis", "postgres"} <= extras
+
+
+#: What a process that only trims never needs: the stores' and compaction's machinery, the
+#: exact counters' and the converters' modules.
+HEAVY = ("asyncio", "sqlite3", "concurrent.futures", "ssl", "gzip", "ctxtrim.formats")
+
+
+def test_import_ctxtrim_is_light_until_a_store_or_compaction_is_used() -> None:
+    probe = f"""
+import json, sys
+import ctxtrim
+print(json.dumps([h for h in {HEAVY!r} if h in sys.modules]))
+ctxtrim.SQLiteContextStore, ctxtrim.AutoCompactStore, ctxtrim.compact_context
+print(json.dumps([h for h in {HEAVY!r} if h in sys.modules]))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert json.loads(out[0]) == []  # nothing heavy at import
+    assert {"asyncio", "sqlite3"} <= set(json.loads(out[1]))  # loaded on first use

@@ -28,3 +28,29 @@ def test_quickstart_example_runs() -> None:
     ).stdout
     assert "over budget: False; violations in any request: 0" in out
     assert "offline compactions" in out and "after 0 offline" not in out
+
+
+#: The README's CLI examples: a command and the report line it prints, quoted together.
+CLI_EXAMPLES = re.findall(
+    r"`ctxtrim (trim [^`]+)` prints\n`(ctxtrim: [^`]+)`", (ROOT / "README.md").read_text()
+)
+
+
+def test_the_readme_has_cli_examples_to_check() -> None:
+    assert CLI_EXAMPLES  # the pattern below still finds them
+
+
+@pytest.mark.parametrize(("command", "printed"), CLI_EXAMPLES)
+def test_a_readme_cli_example_prints_what_the_readme_says(
+    command: str, printed: str, tmp_path: Path
+) -> None:
+    args = [tmp_path / "out.json" if a == "out.json" else a for a in command.split()]
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxtrim", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines()[-1] == printed
