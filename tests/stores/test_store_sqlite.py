@@ -261,8 +261,63 @@ async def test_a_cancelled_append_is_whole_or_absent_never_torn(tmp_path: Path) 
 
 
 async def test_an_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
-    with pytest.raises(StoreError, match="unable to open"):
+    with pytest.raises(StoreError, match="unable to open") as e:
         await SQLiteContextStore.open(tmp_path / "no" / "such" / "dir.db")
+    assert "file descriptors" not in str(e.value)  # a missing directory is not that
+
+
+_FD_EXHAUSTION = r"""
+import asyncio, os, resource, sys
+from ctxtrim import Message, SQLiteContextStore, StoreError
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+
+async def main():
+    stores = []
+    try:
+        for i in range(10 * FD_LIMIT):  # one file each, as a server with a file per user would
+            store = await SQLiteContextStore.open(os.path.join(sys.argv[1], f"{i}.db"), "s")
+            await store.append(Message.user("x"))
+            stores.append(store)
+        print("never ran out")
+        return
+    except StoreError as e:
+        print(len(stores))
+        print(e)
+    for store in stores[: len(stores) // 2]:
+        await store.close()
+    again = await SQLiteContextStore.open(os.path.join(sys.argv[1], "again.db"), "s")
+    await again.append(Message.user("after closing some"))
+    print("reopened")
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_NOFILE is POSIX")
+def test_running_out_of_file_descriptors_says_so(tmp_path: Path) -> None:
+    """Stores on many files exhaust the process's descriptors: the error says that is what
+    ran out (SQLite says only "unable to open database file"), and closing stores lets the
+    next open succeed."""
+    import subprocess
+    import sys
+
+    limit = 64
+    proc = subprocess.run(
+        [sys.executable, "-c", _FD_EXHAUSTION.replace("FD_LIMIT", str(limit)), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    opened, message, reopened = proc.stdout.splitlines()
+    assert 0 < int(opened) < limit  # three descriptors per file: it ran out early
+    assert "unable to open database file" in message
+    assert "run out of file descriptors" in message
+    assert f"limit of {limit}" in message and "RLIMIT_NOFILE" in message
+    assert "store.session(id)" in message
+    assert reopened == "reopened"
 
 
 async def test_idempotent_ids_make_a_retried_append_a_no_op(tmp_path: Path) -> None:

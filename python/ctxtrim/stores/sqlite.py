@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import errno
 import hashlib
 import os
 import sqlite3
@@ -317,7 +318,7 @@ class _Database:
         try:
             return fn(self.conn, *args)
         except sqlite3.Error as e:
-            raise StoreError(f"{self.path}: sqlite: {e}") from e
+            raise StoreError(_sqlite_message(self.path, e)) from e
 
     # Calls reach the worker as jobs ``(fn, args, loop, future)`` in two queues, reads and
     # writes, drained by one worker task that is scheduled only when a queue was empty. A
@@ -424,7 +425,7 @@ class _Database:
             try:
                 self.conn = _connect(self.path, synchronous, busy_timeout)
             except sqlite3.Error as e:
-                raise StoreError(f"{self.path}: sqlite: {e}") from e
+                raise StoreError(_sqlite_message(self.path, e)) from e
 
         self.ready = self._executor.submit(go)
         return self.ready
@@ -478,9 +479,68 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_registry)
 
 
+#: SQLite's result code for a file it could not open (``SQLITE_CANTOPEN``).
+_SQLITE_CANTOPEN = 14
+#: How close to the file-descriptor limit counts as having run out (a failed open may
+#: have closed the descriptors it had taken by the time we look).
+_FD_MARGIN = 8
+
+
+def _open_fds() -> int | None:
+    """How many file descriptors this process has open (None where it cannot tell);
+    ``-1`` when even listing them fails for want of one."""
+    for where in ("/proc/self/fd", "/dev/fd"):
+        try:
+            return len(os.listdir(where))
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE):
+                return -1
+            return None
+    return None
+
+
+def _out_of_fds() -> str:
+    """Why SQLite could not open a file, when the reason is that the process ran out of file
+    descriptors (SQLite itself only says "unable to open database file"), else ``""``."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return ""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return ""
+    count = _open_fds()
+    if count is None or (count != -1 and count + _FD_MARGIN < soft):
+        try:  # the direct test: can this process open one more file?
+            os.close(os.open(os.devnull, os.O_RDONLY))
+            return ""
+        except OSError as e:
+            if e.errno not in (errno.EMFILE, errno.ENFILE):
+                return ""
+    held = "all" if count in (None, -1) else str(count)
+    return (
+        f"; the process has run out of file descriptors ({held} of its limit of {soft} are"
+        " open, RLIMIT_NOFILE): every SQLite file a store holds open takes three (the"
+        " database, its -wal and -shm) and a worker thread. Close stores no longer in use,"
+        " keep many sessions in one file (store.session(id)) rather than one file each, or"
+        " raise the limit (ulimit -n)"
+    )
+
+
+def _sqlite_message(path: str, e: sqlite3.Error) -> str:
+    """The text of the :class:`StoreError` for a SQLite error on ``path``; a file SQLite could
+    not open says so when the process ran out of file descriptors."""
+    hint = ""
+    if getattr(e, "sqlite_errorcode", None) == _SQLITE_CANTOPEN or "unable to open" in str(e):
+        hint = _out_of_fds()
+    return f"{path}: sqlite: {e}{hint}"
+
+
 def _store_error(path: str, e: BaseException) -> BaseException:
     if isinstance(e, sqlite3.Error):
-        error = StoreError(f"{path}: sqlite: {e}")
+        error = StoreError(_sqlite_message(path, e))
         error.__cause__ = e
         return error
     return e
