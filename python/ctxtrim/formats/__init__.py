@@ -41,6 +41,7 @@ from ctxtrim.errors import FormatError, InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import Message
 
 from ._common import RAW_ARGUMENTS
+from ._kept import check_nothing_vanished
 from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
 from .openai_chat import from_openai_chat, to_openai_chat, to_openai_chat_json
 from .openai_responses import (
@@ -77,7 +78,9 @@ _ALIASES = {"openai_chat": "openai", "chat": "openai", "openai_responses": "resp
 
 
 def from_ctxtrim(data: Any) -> list[Message]:
-    """ctxtrim's own shape (a list of ``Message.to_dict()``) → messages; paths ``messages[i]``."""
+    """ctxtrim's own shape (a list of ``Message.to_dict()``) → messages; paths ``messages[i]``.
+    A key no message or block has is refused (:class:`InvalidMessage` naming it), never
+    dropped: other data belongs in ``meta``."""
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list):
@@ -85,11 +88,13 @@ def from_ctxtrim(data: Any) -> list[Message]:
     out = []
     for i, item in enumerate(data):
         try:
-            out.append(Message.from_dict(item))
+            message = Message.from_dict(item)
         except InvalidMessage as e:
             sub = e.path
             path = f"messages[{i}]" + ("" if not sub else sub if sub.startswith("[") else f".{sub}")
             raise InvalidMessage(e.reason, path) from None
+        check_nothing_vanished(item, message, f"messages[{i}]")  # an unknown key: refused
+        out.append(message)
     return out
 
 
