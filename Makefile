@@ -5,7 +5,7 @@ PYTHON ?= python3
 WHEEL_VERSIONS ?= 3.10 3.11 3.12 3.13
 MANYLINUX ?= manylinux2014
 PYENV_ROOT ?= $(HOME)/.pyenv
-.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python test-rust test peer-tests services bench-rust bench bench-table all
+.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python lint-workflows test-rust test peer-tests services bench-rust bench bench-table all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -54,7 +54,12 @@ lint-python: ## ruff, mypy (package and tests) and stubtest of the extension stu
 	$(PYTHON) -m mypy tests
 	$(PYTHON) -m mypy.stubtest ctxtrim._core
 
-lint: lint-rust lint-python ## all linters
+lint-workflows: ## the release workflow against GitHub's schema, and zizmor's security audit
+	$(PYTHON) -m check_jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(PYTHON) -m check_jsonschema --builtin-schema vendor.dependabot .github/dependabot.yml
+	zizmor --offline .github
+
+lint: lint-rust lint-python lint-workflows ## all linters
 
 test-rust: ## Rust unit and property tests (no Python needed)
 	cargo test --quiet
