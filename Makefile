@@ -5,7 +5,7 @@ PYTHON ?= python3
 WHEEL_VERSIONS ?= 3.10 3.11 3.12 3.13
 MANYLINUX ?= manylinux2014
 PYENV_ROOT ?= $(HOME)/.pyenv
-.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python lint-workflows test-rust test peer-tests services bench-rust bench bench-table all
+.PHONY: help install wheel build-dev build-prod format lint lint-rust lint-python lint-workflows docs test-rust test peer-tests services bench-rust bench bench-table all
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -60,6 +60,10 @@ lint-workflows: ## the release workflow against GitHub's schema, and zizmor's se
 	zizmor --offline .github
 
 lint: lint-rust lint-python lint-workflows ## all linters
+
+docs: ## the reference documentation in site/ (pdoc, from the docstrings and stubs), its links checked
+	$(PYTHON) scripts/build_docs.py site
+	linkchecker --no-status --no-warnings site/index.html
 
 test-rust: ## Rust unit and property tests (no Python needed)
 	cargo test --quiet
