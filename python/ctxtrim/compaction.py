@@ -229,6 +229,14 @@ async def compact_context(
         raise CompactionSettingsError(f"system_prompt must be a str, got {system_prompt!r}")
     if isinstance(context, ContextStore):
         history = await context.get_history()
+    elif callable(getattr(context, "get_history", None)):  # another framework's store
+        name = type(context).__name__
+        raise TypeError(
+            f"compact_context takes a ctxtrim ContextStore or a list of ctxtrim Messages, "
+            f"got {name}: for axio's result on an axio store call "
+            f"ctxtrim.integrations.axio.compact_context(context, transport); to compact the "
+            f"ctxtrim store an AxioContextStore wraps, pass its .store"
+        )
     else:
         history = list(context)
         for i, m in enumerate(history):

@@ -87,8 +87,9 @@ def test_fit_context_window_matches_agentix_on_plain_rounds(budget: int) -> None
     assert all(any(m is o for o in msgs) for m in ours)  # agentix's own objects
 
 
-def test_trim_rounds_keeps_the_question_with_its_calls() -> None:
-    # agentix's TrimRounds(1) keeps call c2 but drops "next?" that caused it; ours keeps both.
+def test_trim_rounds_counts_agentix_rounds_and_joins_a_late_result_to_its_call() -> None:
+    # Rounds are agentix's: a later user question belongs to the round before it, so
+    # TrimRounds(1) keeps what agentix keeps.
     msgs = [
         sys(),
         user("task"),
@@ -100,14 +101,15 @@ def test_trim_rounds_keeps_the_question_with_its_calls() -> None:
         res("c2"),
     ]
     ours = run(cx.TrimRounds(1), msgs)
-    assert [m.text or m.role.value for m in ours] == [
-        "be brief",
-        "task",
-        "next?",
-        "assistant",
-        "out",
-    ]
-    assert all(r is not None for r in ours)
+    assert ours == run(ax.TrimRounds(1), msgs)
+    assert [m.text or m.role.value for m in ours] == ["be brief", "task", "assistant", "out"]
+    # A result that arrives after another reply: agentix keeps it without its call (a
+    # provider rejects that); ours keeps the two rounds together.
+    late = [sys(), user("task"), call("c1"), answer("working"), res("c1"), answer("done")]
+    theirs = run(ax.TrimRounds(2), late)
+    assert [m.role for m in theirs[2:]] == [Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert theirs[3] is late[4]  # the result, its call dropped
+    assert run(cx.TrimRounds(2), late) is late  # joined: the three rounds are two
 
 
 def test_positional_pairing_without_ids() -> None:

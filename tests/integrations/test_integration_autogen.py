@@ -328,12 +328,16 @@ def test_head_and_tail_equals_autogen_on_text_histories(n: int, head: int, tail:
     )
 
 
-def test_buffered_keeps_the_newest_round_whole() -> None:
-    # A deliberate difference: the view never starts inside the newest round, so a
-    # buffer of 1 keeps the question with its answer (autogen keeps only the answer).
+def test_buffered_keeps_autogen_s_window_and_never_an_empty_one() -> None:
+    # Buffered(1) keeps what autogen keeps: the answer alone.
     hist = text_history(4)
-    assert view(ours.BufferedChatCompletionContext(1, initial_messages=hist)) == hist[2:]
+    assert view(ours.BufferedChatCompletionContext(1, initial_messages=hist)) == hist[3:]
     assert view(peer.BufferedChatCompletionContext(1, initial_messages=hist)) == hist[3:]
+    # The newest message is a function result: autogen drops it and keeps nothing at all;
+    # ours keeps the newest round whole: the question, the call and its result.
+    tools: list[LLMMessage] = [UserMessage(content="task", source="u"), call(1), res(1)]
+    assert view(peer.BufferedChatCompletionContext(1, initial_messages=tools)) == []
+    assert view(ours.BufferedChatCompletionContext(1, initial_messages=tools)) == tools
 
 
 def test_buffered_keeps_the_system_prompt_autogen_drops() -> None:

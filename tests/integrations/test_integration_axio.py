@@ -191,14 +191,38 @@ def test_compact_context_returns_none_where_axio_does() -> None:
     assert _both(_chat(22), failing) == (None, None)
 
 
-def test_a_cut_on_a_tool_result_walks_back_as_axios_without_two_assistants() -> None:
+def test_a_cut_on_a_tool_result_walks_back_and_returns_what_axio_returns() -> None:
     ours, theirs = _both(_with_tools(), [make_text_response("S")], keep_recent=4)
     assert isinstance(ours, list) and isinstance(theirs, list)
-    # axio: [summary, "Understood", assistant(tool_use), ...]: two assistants in a row.
+    # axio's shape, two assistant messages in a row included (valid: providers take it).
     assert [m.role for m in theirs[:3]] == ["user", "assistant", "assistant"]
-    # ctxtrim: the same cut and kept part, without the acknowledgement there.
-    assert ours == [theirs[0], *theirs[2:]]
+    assert ours == theirs
     assert validate([from_axio(m) for m in ours]) == []
+
+
+def test_axio_readme_signature_with_max_messages() -> None:
+    # axio's README (and axio 0.1-0.6): compact_context(context, transport, max_messages=20,
+    # keep_recent=6) -- None while the history has at most max_messages messages.
+    history = _chat(22)
+    store = asyncio.run(_axio_store(history))
+    transport = StubTransport([make_text_response("SUMMARY")])
+    assert asyncio.run(compact_context(store, transport, max_messages=22, keep_recent=6)) is None
+    out = asyncio.run(
+        compact_context(store, transport, max_messages=20, keep_recent=6, system_prompt=None)
+    )
+    assert out is not None and len(out) == 8 and out[0].content == [ab.TextBlock("SUMMARY")]
+    with pytest.raises(CompactionSettingsError, match="max_messages"):
+        asyncio.run(compact_context(store, transport, max_messages=-1))
+
+
+def test_ctxtrim_compact_context_given_an_axio_store_names_what_to_call() -> None:
+    store = AxioContextStore()
+    transport = StubTransport([make_text_response("S")])
+    with pytest.raises(TypeError, match=r"integrations\.axio\.compact_context") as err:
+        asyncio.run(ctxtrim_compact_context(store, transport))  # type: ignore[arg-type, unused-ignore]
+    assert ".store" in str(err.value)
+    # What it names works: the store's own ctxtrim store, or axio's call on the drop-in.
+    asyncio.run(ctxtrim_compact_context(store.store, transport))
 
 
 def test_keep_recent_zero_summarises_everything_where_axio_raises() -> None:

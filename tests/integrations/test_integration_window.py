@@ -167,6 +167,8 @@ def test_autogen_views_are_the_strategy_windows(
         BufferedChatCompletionContext,
         HeadAndTailChatCompletionContext,
         _drop_leading_orphans,
+        buffered_view,
+        head_tail_cuts,
         to_skeleton,
     )
 
@@ -205,17 +207,16 @@ def test_autogen_views_are_the_strategy_windows(
             ranges, unchanged, _ = _core.cut_window(
                 skeletons, "messages", buffer_size, pin_task=False, start_with_user=False
             )
-            want = _drop_leading_orphans(list(history) if unchanged else take(history, ranges))
+            core = _drop_leading_orphans(list(history) if unchanged else take(history, ranges))
+            want = buffered_view(history, buffer_size, core)
             assert await buffered.get_messages() == want
-            # HeadAndTail: the head and the tail moved to the safe cuts of the whole list.
+            # HeadAndTail: the head and the tail cut as on the whole list.
             got = await head_tail.get_messages()
             n = len(history)
             if n <= head_size + tail_size:
                 assert got == _drop_leading_orphans(list(history))
                 continue
-            log = MessageLog(skeletons)
-            h = max(log.safe_cut_at_or_before(head_size), log.pinned_head(False)[0])
-            t = log.safe_cut_at_or_before(n - tail_size)
+            h, t = head_tail_cuts(history, head_size, tail_size, MessageLog(skeletons))
             if t <= h:
                 assert got == _drop_leading_orphans(list(history))
             else:

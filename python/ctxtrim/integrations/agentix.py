@@ -16,16 +16,17 @@ clipped tool messages ``TruncateToolOutputs`` makes), and return the *same list 
 nothing changed, so the agent loop's ``on_compact`` fires only on a real change. They are
 subclasses of agentix's ``ContextStrategy``, so ``Agent(context_strategy=...)`` accepts them.
 
-Deliberate differences (each a fix; ``tests/integrations/test_integration_agentix.py`` pins them):
+Rounds are agentix's: the leading system messages and the first user message (the task)
+are pinned, and a round starts at every assistant message after them (a later user message
+belongs to the round before it, as in agentix). Where agentix's output is valid the drop-in
+returns the same messages (``tests/integrations/test_integration_vs_originals.py`` checks
+this against agentix on generated histories). Deliberate differences (each a fix):
 
-- Rounds: a real user message starts a round, so a later user question stays with the tool
-  calls it caused (agentix puts it in the round before and can drop it while keeping the
-  call). The leading system messages and the first user message (the task) are pinned, as
-  in agentix.
-- Pairing is by tool-call id (``meta["tool_calls"][i].id`` and a tool message's
-  ``meta["call_id"]``), not by position: a cut never separates a call from its result even
-  when a round holds several calls. Calls without an id are paired with the tool messages
-  that follow in order.
+- Pair safety: a round holding a tool result whose call is in an earlier round (a result
+  that arrived after another assistant reply) is joined to that round, so the two are kept
+  or dropped together; agentix can keep the result and drop its call. Pairing is by
+  tool-call id (``meta["tool_calls"][i].id`` and a tool message's ``meta["call_id"]``);
+  calls without an id are paired with the tool messages that follow in order.
 - ``TruncateToolOutputs`` clips at a grapheme-cluster boundary (never inside an emoji or a
   combining sequence) and its output, marker included, is at most ``max_chars`` + the
   marker long, as agentix's.
@@ -33,6 +34,7 @@ Deliberate differences (each a fix; ``tests/integrations/test_integration_agenti
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -198,6 +200,8 @@ class _Mirror(Generic[T]):
         self._count = count
         self._source: list[T] = []
         self.log = MessageLog()
+        #: Indices of the assistant messages (where agentix starts its rounds), in order.
+        self.assistants: list[int] = []
 
     def sync(self, messages: Sequence[T]) -> MessageLog:
         src = self._source
@@ -205,6 +209,7 @@ class _Mirror(Generic[T]):
         if k and (len(messages) < k or messages[0] is not src[0] or messages[k - 1] is not src[-1]):
             self._source = []
             self.log = MessageLog()
+            self.assistants = []
             k = 0
         if len(messages) > k:
             new = messages[k:]
@@ -212,27 +217,35 @@ class _Mirror(Generic[T]):
             tokens = None if self._count is None else [self._count(m) for m in new]
             self.log.extend(skeletons, tokens=tokens)
             self._source.extend(new)
+            self.assistants += [k + j for j, s in enumerate(skeletons) if s.role == "assistant"]
         return self.log
 
 
-def _select(strategy: _ct.ContextStrategy, log: MessageLog) -> list[int | _Skeleton]:
-    """Run ``strategy`` on the log: per output message, the input index it came from, or
-    the new ctxtrim message the strategy made (a placeholder)."""
-    where = {id(m): i for i, m in enumerate(log.to_list())}
-    out: list[int | _Skeleton] = []
-    for m in strategy.apply(log):
-        i = where.get(id(m))
-        out.append(m if i is None else i)
-    return out
+def _round_starts(messages: Sequence[Message], assistants: list[int]) -> tuple[int, list[int]]:
+    """agentix's ``_split`` as indices: the end of the pinned head (the leading system
+    messages, then the task if a user message follows them) and where each round starts
+    (the first message after the head, then every assistant message after it)."""
+    head = 0
+    n = len(messages)
+    while head < n and messages[head].role is Role.SYSTEM:
+        head += 1
+    if head < n and messages[head].role is Role.USER:
+        head += 1
+    if head >= n:
+        return head, []
+    later = assistants[bisect.bisect_right(assistants, head) :]
+    return head, [head, *later]
 
 
 class _CoreStrategy(ContextStrategy):
-    """An agentix strategy whose cut a ctxtrim strategy decides on a skeleton log."""
-
-    _strategy: _ct.ContextStrategy
+    """An agentix strategy: agentix's rounds and cut, on a skeleton log that tells which
+    round starts are pair-safe."""
 
     def _setup(self, count: Callable[[Message], int] | None) -> None:
         self._mirror: _Mirror[Message] = _Mirror(_Skeletons(), count)
+
+    def _cut(self, log: MessageLog, head: int, starts: list[int]) -> int:
+        raise NotImplementedError
 
     def trim(self, messages: list[Message]) -> list[Message]:
         """The synchronous :meth:`compact`."""
@@ -242,13 +255,22 @@ class _CoreStrategy(ContextStrategy):
             if not isinstance(m, Message):
                 raise TypeError(f"messages[{i}] must be an agentix Message, got {type(m).__name__}")
         log = self._mirror.sync(messages)
-        picked = _select(self._strategy, log)
-        if len(picked) == len(messages):
+        head, starts = _round_starts(messages, self._mirror.assistants)
+        if not starts:
+            return messages
+        cut = self._cut(log, head, starts)
+        if cut <= head:
             return messages  # unchanged: the same list object
-        return [messages[i] for i in picked if isinstance(i, int)]
+        return [*messages[:head], *messages[cut:]]
 
     async def compact(self, messages: list[Message]) -> list[Message]:
         return self.trim(messages)
+
+
+def _safe(log: MessageLog, head: int, start: int) -> bool:
+    """Whether a cut at round ``start`` keeps every call with its results (the first
+    round's start always does: only the system prompt and the task precede it)."""
+    return start <= head or log.is_safe_cut(start)
 
 
 class TrimRounds(_CoreStrategy):
@@ -260,8 +282,15 @@ class TrimRounds(_CoreStrategy):
         if max_rounds < 1:
             raise ValueError("max_rounds must be >= 1")
         self.max_rounds = max_rounds
-        self._strategy = _ct.TrimRounds(max_rounds)
         self._setup(None)
+
+    def _cut(self, log: MessageLog, head: int, starts: list[int]) -> int:
+        if len(starts) <= self.max_rounds:
+            return head
+        k = len(starts) - self.max_rounds
+        while not _safe(log, head, starts[k]):  # joined with the round before
+            k -= 1
+        return starts[k]
 
     def __repr__(self) -> str:
         return f"TrimRounds({self.max_rounds})"
@@ -296,9 +325,22 @@ class FitContextWindow(_CoreStrategy):
         self.reserve_tokens = reserve_tokens
         self.per_message_overhead = _check_count("per_message_overhead", per_message_overhead)
         self.tokens_per_media = _check_count("tokens_per_media", tokens_per_media)
-        # agentix keeps at least the newest round even with reserve >= max: budget >= 1.
-        self._strategy = _ct.FitContextWindow(max(1, max_tokens - reserve_tokens))
         self._setup(self._count)
+
+    def _cut(self, log: MessageLog, head: int, starts: list[int]) -> int:
+        budget = self.max_tokens - self.reserve_tokens
+        running = log.tokens(0, head)
+        end = len(log)
+        cut = end
+        for start in reversed(starts):  # newest first, a group of joined rounds at a time
+            if not _safe(log, head, start):
+                continue
+            cost = log.tokens(start, end)
+            if cut < len(log) and running + cost > budget:
+                break  # the newest group is kept even over budget, as agentix keeps a round
+            running += cost
+            cut = end = start
+        return cut
 
     def _count(self, message: Message) -> int:
         return count_message_tokens(

@@ -49,6 +49,7 @@ from ctxtrim.integrations._common import (
     take,
 )
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.validate import validate
 
 try:
     from autogen_core import Component, ComponentModel, FunctionCall
@@ -150,6 +151,17 @@ def _to_indexed_skeletons(messages: Sequence[LLMMessage], start: int) -> list[Me
     return to_skeletons(messages, start, facts=True)
 
 
+#: What pair safety forbids (autogen's notion of a valid view: its guards drop only
+#: function results; a view may start on an assistant message, as autogen's do).
+_PAIR_KINDS = frozenset(
+    {"orphan_result", "result_before_call", "dangling_call", "duplicate_result"}
+)
+
+
+def _pair_problems(skeletons: list[Message]) -> bool:
+    return any(v.kind in _PAIR_KINDS for v in validate(skeletons))
+
+
 def _is_function_call_message(m: object) -> bool:
     return (
         isinstance(m, AssistantMessage)
@@ -169,6 +181,52 @@ def _drop_leading_orphans(view: list[LLMMessage]) -> list[LLMMessage]:
     while j < len(view) and isinstance(view[j], FunctionExecutionResultMessage):
         j += 1  # nothing before them but system messages: none of their calls is in view
     return view if j == i else [*view[:i], *view[j:]]
+
+
+def buffered_view(
+    msgs: Sequence[LLMMessage], buffer_size: int, view: list[LLMMessage]
+) -> list[LLMMessage]:
+    """Buffered's view: autogen's own window (the last ``buffer_size`` messages, a leading
+    function result dropped, the leading system messages kept) wherever it is pair-safe
+    and not empty; else ``view``, the core's pair-safe cut (the leading system messages and
+    a suffix: where autogen's would orphan a result, split a call from its results or
+    hold nothing)."""
+    n = len(msgs)
+    a = max(0, n - buffer_size)
+    if a < n and isinstance(msgs[a], FunctionExecutionResultMessage):
+        a += 1
+    pinned = 0
+    while pinned < a and isinstance(msgs[pinned], SystemMessage):
+        pinned += 1
+    kept = n - a
+    if len(view) == pinned + kept and (kept == 0 or view[pinned] is msgs[a]):
+        return view  # the same window
+    theirs = [*msgs[:pinned], *msgs[a:]]
+    if kept and not _pair_problems(to_skeletons(theirs)):
+        return theirs
+    return view
+
+
+def head_tail_cuts(
+    msgs: Sequence[LLMMessage], head_size: int, tail_size: int, log: MessageLog
+) -> tuple[int, int]:
+    """HeadAndTail's cuts on ``msgs`` (longer than ``head_size + tail_size``; ``log`` its
+    skeletons): autogen's (a trailing call message left out of the head, a leading result
+    out of the tail) wherever they are pair-safe, else the nearest pair-safe cuts before
+    them; the head keeps the leading system messages."""
+    n = len(msgs)
+    system_end = log.pinned_head(False)[0]
+    h = head_size
+    if _is_function_call_message(msgs[h - 1]):
+        h -= 1
+    if h < system_end or not log.is_safe_cut(h):
+        h = max(log.safe_cut_at_or_before(head_size), system_end)
+    t = n - tail_size
+    if isinstance(msgs[t], FunctionExecutionResultMessage):
+        t += 1
+    if not log.is_safe_cut(t):
+        t = log.safe_cut_at_or_before(n - tail_size)
+    return h, t
 
 
 class _PairSafeContext(ChatCompletionContext):
@@ -325,8 +383,8 @@ class BufferedChatCompletionContext(
         ranges, unchanged, _ = ends_window(
             msgs, self._skeletons, "messages", self._buffer_size, pin_task=False
         )
-        view = list(msgs) if unchanged else take(msgs, ranges)
-        return _drop_leading_orphans(view)
+        view = _drop_leading_orphans(list(msgs) if unchanged else take(msgs, ranges))
+        return buffered_view(msgs, self._buffer_size, view)
 
     def _to_config(self) -> BufferedChatCompletionContextConfig:
         return BufferedChatCompletionContextConfig(
@@ -374,9 +432,7 @@ class HeadAndTailChatCompletionContext(
         while True:
             self._sync()
             log = self._mirror.log
-            system_end = log.pinned_head(False)[0]
-            h = max(log.safe_cut_at_or_before(self._head_size), system_end)
-            t = log.safe_cut_at_or_before(n - self._tail_size)
+            h, t = head_tail_cuts(msgs, self._head_size, self._tail_size, log)
             if t <= h:
                 return _drop_leading_orphans(list(msgs))
             if self._checked(0, h) and self._checked(max(t - 1, 0), n):

@@ -266,8 +266,9 @@ async def compact_context(
     context: ContextStore,
     transport: AxioCompletionTransport,
     *,
+    max_messages: int | None = None,
     keep_recent: int = 6,
-    system_prompt: str = DEFAULT_COMPACTION_PROMPT,
+    system_prompt: str | None = DEFAULT_COMPACTION_PROMPT,
 ) -> list[AxioMessage] | None:
     """axio's ``compact_context``: the history of ``context`` (any axio ``ContextStore``,
     :class:`AxioContextStore` included; read, never modified) with everything before the
@@ -276,16 +277,31 @@ async def compact_context(
     part or when the summary call raises (logged on ``ctxtrim.integrations.axio``, as axio
     logs it). The summary is axio's own call on ``transport``.
 
-    Deliberate differences: the cut is ctxtrim's pair-safe cut (no tool call before it has
-    its result after it; axio only steps back past tool-result messages), so a little more
-    may be kept; ``keep_recent=0`` summarises everything (axio raises ``IndexError``); when
-    the kept part starts with an assistant message the acknowledgement is left out, so two
-    assistant messages never follow each other (axio's output has them there). A negative or
-    non-int ``keep_recent`` or a non-str ``system_prompt`` raises
+    Both of axio's signatures work: ``max_messages`` (axio 0.1-0.6, the one its README
+    shows: ``compact_context(context, transport, max_messages=20, keep_recent=6)``) returns
+    ``None`` while the history has at most ``max_messages`` messages, as those versions did;
+    left out (axio >= 0.7, which dropped it), only ``keep_recent`` decides.
+    ``system_prompt=None`` is axio's default prompt, as in axio 0.1-0.3.
+
+    Where axio's result is valid this returns the same messages. Deliberate differences:
+    the cut is ctxtrim's pair-safe cut (no tool call before it has its result after it;
+    axio only steps back past tool-result messages, so a person's message between a call
+    and its result, or a result that arrived after another reply, leaves axio's result an
+    orphan), so a little more may be kept; ``keep_recent=0`` summarises everything (axio
+    raises ``IndexError``). A negative or non-int ``keep_recent`` or ``max_messages``, or a
+    ``system_prompt`` that is not a str, raises
     :class:`~ctxtrim.errors.CompactionSettingsError`.
     """
     if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
         raise CompactionSettingsError(f"keep_recent must be an int >= 0, got {keep_recent!r}")
+    if max_messages is not None and (
+        isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 0
+    ):
+        raise CompactionSettingsError(
+            f"max_messages must be None or an int >= 0, got {max_messages!r}"
+        )
+    if system_prompt is None:
+        system_prompt = DEFAULT_COMPACTION_PROMPT
     if not isinstance(system_prompt, str):
         raise CompactionSettingsError(f"system_prompt must be a str, got {system_prompt!r}")
     if not callable(getattr(transport, "stream", None)):
@@ -295,6 +311,8 @@ async def compact_context(
         )
     history = await context.get_history()
     n = len(history)
+    if max_messages is not None and n <= max_messages:
+        return None
     log = MessageLog([from_axio(m) for m in history])
     split = log.safe_cut_at_or_before(max(0, n - keep_recent))
     if split <= 0:
@@ -305,7 +323,8 @@ async def compact_context(
     except Exception:
         logger.warning("Context compaction failed, keeping original history", exc_info=True)
         return None
-    out = [AxioMessage(role="user", content=[ab.TextBlock(text=summary)])]
-    if not recent or recent[0].role != "assistant":
-        out.append(AxioMessage(role="assistant", content=[ab.TextBlock(text=ACKNOWLEDGEMENT)]))
-    return [*out, *recent]
+    return [
+        AxioMessage(role="user", content=[ab.TextBlock(text=summary)]),
+        AxioMessage(role="assistant", content=[ab.TextBlock(text=ACKNOWLEDGEMENT)]),
+        *recent,
+    ]
