@@ -10,7 +10,12 @@ call cut from its result.
 from typing import TYPE_CHECKING, Any
 
 from ctxtrim._core import MessageLog, TurnCounter, TurnId, __version__
-from ctxtrim.clearing import ClearToolResults, KeepRecentImages, TruncateToolOutputs
+from ctxtrim.clearing import (
+    ClearThinking,
+    ClearToolResults,
+    KeepRecentImages,
+    TruncateToolOutputs,
+)
 from ctxtrim.errors import (
     CompactionError,
     CompactionSettingsError,
@@ -27,6 +32,7 @@ from ctxtrim.errors import (
     StaleGenerationError,
     StoreError,
     TokenCountError,
+    UnknownModel,
 )
 from ctxtrim.messages import (
     Block,
@@ -101,6 +107,7 @@ __all__ = [
     "AutoCompactStore",
     "Block",
     "CacheStable",
+    "ClearThinking",
     "ClearToolResults",
     "CompactionError",
     "CompactionEvent",
@@ -148,6 +155,7 @@ __all__ = [
     "TruncateToolOutputs",
     "TurnCounter",
     "TurnId",
+    "UnknownModel",
     "Usage",
     "Violation",
     "__version__",

@@ -17,7 +17,15 @@ import msgspec
 
 from ctxtrim._text import clip_text
 from ctxtrim.errors import InvalidStrategy
-from ctxtrim.messages import ImageBlock, Message, TextBlock, ToolResultBlock, ToolUseBlock
+from ctxtrim.messages import (
+    ImageBlock,
+    Message,
+    ProviderBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from ctxtrim.strategies import (
     ContextStrategy,
     Source,
@@ -28,7 +36,13 @@ from ctxtrim.strategies import (
     _unchanged,
 )
 
-__all__ = ["TRUNCATION_MARKER", "ClearToolResults", "KeepRecentImages", "TruncateToolOutputs"]
+__all__ = [
+    "TRUNCATION_MARKER",
+    "ClearThinking",
+    "ClearToolResults",
+    "KeepRecentImages",
+    "TruncateToolOutputs",
+]
 
 #: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
 TRUNCATION_MARKER = "...[truncated]"
@@ -279,6 +293,105 @@ class KeepRecentImages(ContextStrategy):
         return None
 
     def _run(self, inp: _Input) -> _Outcome:
+        messages = inp.messages
+        edits = self._edits(messages)
+        if not edits:
+            return _unchanged(inp)
+        out = [edits.get(i, m) for i, m in enumerate(messages)]
+        return _Outcome(out, list(range(len(messages))), set(edits))
+
+
+def _issues_calls(message: Message) -> bool:
+    """Whether an assistant message issues a tool call (a client or a provider one)."""
+    for block in message.content:
+        if type(block) is ToolUseBlock:
+            return True
+        if type(block) is ProviderBlock and block.spec.pair == "call":
+            return True
+    return False
+
+
+class ClearThinking(ContextStrategy):
+    """Drop the reasoning ("thinking") of all but the last ``keep`` assistant messages that
+    carry any (Anthropic context editing's ``clear_thinking_20251015`` with
+    ``keep={"type": "thinking_turns", "value": keep}``).
+
+    Reasoning is a :class:`~ctxtrim.ReasoningBlock`: Anthropic ``thinking`` and
+    ``redacted_thinking`` blocks, Responses ``reasoning`` items and Gemini thoughts all
+    convert to one. A stale one costs its tokens on every request and is seldom worth them;
+    old turns' thinking is what a reasoning model's history is mostly made of.
+
+    **Never drops what the provider requires.** Anthropic requires the thinking of the
+    assistant messages of the current tool-use loop to come back unchanged with their tool
+    results: while the history's newest assistant message issues tool calls (the loop is
+    open), the reasoning of every assistant message issuing calls since the last real user
+    message is kept, whatever ``keep`` says (``keep=0`` clears all the rest). Such messages
+    count towards ``keep``. A final answer closes the loop, and with it the protection.
+
+    Acts only when the history is over ``trigger`` tokens (0: always). A message whose only
+    content was reasoning gets ``placeholder`` as its text, so no message is left empty; no
+    message is removed and no tool id changes, so it is pair-safe. A second run finds at
+    most ``keep`` (plus the protected) messages with reasoning and changes nothing; with
+    nothing to clear the input list itself comes back. Cleared messages are in the report's
+    ``changed``, priced as :class:`ClearToolResults`' are.
+    """
+
+    def __init__(
+        self, keep: int = 1, *, trigger: int = 0, placeholder: str = "[thinking cleared]"
+    ) -> None:
+        self.keep = _check_int("keep", keep, 0)
+        self.trigger = _check_int("trigger", trigger, 0)
+        if not isinstance(placeholder, str) or not placeholder:
+            raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
+        self.placeholder = placeholder
+
+    def __repr__(self) -> str:
+        trigger = f", trigger={self.trigger}" if self.trigger else ""
+        return f"ClearThinking(keep={self.keep}{trigger})"
+
+    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
+        """The messages that lose reasoning, by index (empty when nothing changes)."""
+        # Newest first: the current turn's calling messages are protected (and count), then
+        # the newest ``keep`` messages with reasoning keep it.
+        kept = 0
+        keep = self.keep
+        loop: bool | None = None  # None until the newest assistant message says
+        clear: list[int] = []
+        for i in range(len(messages) - 1, -1, -1):
+            message = messages[i]
+            if message.role != "assistant":
+                if loop is not False and message.is_real_user:
+                    loop = False  # the tool-use loop started after this message
+                continue
+            if loop is None:
+                loop = _issues_calls(message)  # open while its calls await results
+            for block in message.content:
+                if type(block) is ReasoningBlock:
+                    break
+            else:
+                continue
+            if kept < keep or (loop and _issues_calls(message)):
+                kept += 1
+            else:
+                clear.append(i)
+        edits: dict[int, Message] = {}
+        for i in clear:
+            content = tuple(b for b in messages[i].content if type(b) is not ReasoningBlock)
+            if not content:
+                content = (TextBlock(self.placeholder),)
+            edits[i] = msgspec.structs.replace(messages[i], content=content)
+        return edits
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        # A plain list with no trigger is scanned as it is: no log is built.
+        if type(source) is list and not self.trigger:
+            edits = self._edits(source)
+            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
+        return None
+
+    def _run(self, inp: _Input) -> _Outcome:
+        if self.trigger and inp.log.total_tokens <= self.trigger:
+            return _unchanged(inp)
         messages = inp.messages
         edits = self._edits(messages)
         if not edits:

@@ -28,6 +28,7 @@ __all__ = [
     "StaleGenerationError",
     "StoreError",
     "TokenCountError",
+    "UnknownModel",
     "stale_generation_error",
     "stale_length_error",
 ]
@@ -117,6 +118,15 @@ class InvalidArgument(CtxtrimError, ValueError):
     nothing changed. The message reads ``"<name> must be <what>, got <value>"`` (or names
     the range it overflows)."""
 
+
+class UnknownModel(InvalidArgument):
+    """A model name the model table (:mod:`ctxtrim.models`) has no limits for: never
+    guessed. ``model`` is the name asked for; the message names close table entries, or
+    why a name the SDKs know is not listed, and says to ``ctxtrim.models.register`` it."""
+
+    def __init__(self, message: str, model: str = "") -> None:
+        super().__init__(message)
+        self.model = model
 
 class CorruptRecordError(StoreError):
     """A stored message fails its checksum or does not decode; ``session_id`` and ``seq``

@@ -105,7 +105,7 @@ def test_hierarchy(cls: type[Exception]) -> None:
     assert issubclass(cls, errors.CtxtrimError)
     bad_input = {"InvalidMessage", "MessageTooLarge", "InvalidTurnId", "InvalidSessionId"}
     bad_input |= {"InvalidToolArguments", "InvalidArgument", "NotJSONData"}
-    bad_input |= {"InvalidStrategy", "FormatError", "CompactionSettingsError"}
+    bad_input |= {"InvalidStrategy", "FormatError", "CompactionSettingsError", "UnknownModel"}
     assert issubclass(cls, ValueError) == (cls.__name__ in bad_input)
 
 
