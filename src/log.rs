@@ -1146,7 +1146,11 @@ impl<P> MessageLog<P> {
     pub fn fit_budget_within(&self, budget: u64, floor: usize, end: usize) -> Cut {
         let end = end.min(self.len());
         let lowest = self.safe_cut_at_or_after(floor.min(end));
-        let newest_round = self.s.index.round_start_before(end).unwrap_or(end);
+        let newest_round = self
+            .s
+            .index
+            .round_start_before(end)
+            .unwrap_or(end.saturating_sub(1));
         let limit = self.safe_cut_at_or_before(newest_round).max(lowest);
         // tokens(i, end) only shrinks as i grows: find the first i where it fits.
         let need = self.tokens_before(end).saturating_sub(budget);

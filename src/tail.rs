@@ -687,7 +687,11 @@ impl<F: Facts> CutIndex for Tail<F> {
             return Err(NeedMore);
         }
         // `floor` is a safe cut (the pinned head's), so it is the lowest cut allowed.
-        let newest_round = self.kth_last_round_start(1)?.unwrap_or(self.len);
+        // No round at all (only system, empty or result messages): the newest message is the
+        // minimum, so a window never drops every message.
+        let newest_round = self
+            .kth_last_round_start(1)?
+            .unwrap_or(self.len.saturating_sub(1));
         let limit = self.safe_cut_at_or_before(newest_round)?.max(floor);
         // The suffix only shrinks as p grows: the first p whose suffix fits.
         let first_fitting = if self.suffix_tokens(lo) <= budget {

@@ -6,7 +6,8 @@
 //! - [`Rule::Budget`]: the longest suffix whose tokens fit, with the head (`FitContextWindow`);
 //! - [`Rule::LastTurns`] / [`Rule::LastRounds`]: from the start of the k-th last turn / round,
 //!   moved back to a safe cut (`KeepLastTurns`, `TrimRounds`);
-//! - [`Rule::LastMessages`]: the safe cut nearest `len - n` (`KeepLastMessages`).
+//! - [`Rule::LastMessages`]: the longest window with at most `n` messages besides the head,
+//!   or, when none is valid, the shortest valid one (`KeepLastMessages`).
 //!
 //! Every rule then settles the cut: never below the head's floor, never past the start of the
 //! newest round, and, when no task is pinned and `start_with_user` is set, on a real user
@@ -221,7 +222,11 @@ fn keep(index: &impl CutIndex, head: Head, cut: usize, over_budget: bool) -> Win
 /// The latest cut any strategy makes: the safe cut at or before the newest round's start
 /// (`floor` is always a safe cut).
 fn newest_round_limit(index: &impl CutIndex, floor: usize) -> Answer<usize> {
-    let newest = index.kth_last_round_start(1)?.unwrap_or(index.len());
+    // With no round at all (only system, empty or result messages) the newest message is the
+    // minimum: a window never drops every message.
+    let newest = index
+        .kth_last_round_start(1)?
+        .unwrap_or(index.len().saturating_sub(1));
     Ok(index.safe_cut_at_or_before(newest)?.max(floor))
 }
 
@@ -235,7 +240,10 @@ fn user_cut(
     forward_first: bool,
     limit: usize,
 ) -> Answer<usize> {
-    if cut >= index.len() || index.role(cut)? != Role::Assistant {
+    // A user cut opens the window on a user turn. Anything else moves: an assistant message,
+    // and also an empty user message or a system message, which would leave the window's
+    // first non-system message an assistant's or open it on no question at all.
+    if cut >= index.len() || index.user_cut_at_or_after(cut)? == Some(cut) {
         return Ok(cut);
     }
     let forward = || -> Answer<Option<usize>> {
@@ -245,9 +253,19 @@ fn user_cut(
         if cut <= floor {
             return Ok(None);
         }
-        Ok(index
+        if let Some(c) = index
             .user_cut_at_or_before(cut - 1)?
-            .filter(|&c| c >= floor))
+            .filter(|&c| c >= floor)
+        {
+            return Ok(Some(c));
+        }
+        // The history has a user turn to open on, but none between the floor and the cut (a
+        // pair reaches back over them, or the first is past the cut): the window from the
+        // floor keeps the history as it is, if that opens on a user message.
+        if index.role(floor)? == Role::User && index.user_cut_at_or_after(floor)?.is_some() {
+            return Ok(Some(floor));
+        }
+        Ok(None)
     };
     let choice = if forward_first {
         match forward()? {
@@ -262,6 +280,7 @@ fn user_cut(
     };
     match choice {
         Some(c) => Ok(c),
+
         // No real user message to start on, but the history itself starts on a user
         // message after its head (an empty one): kept from there, the window stays
         // user-first, as the history was. A history that never had one (an autonomous
@@ -289,16 +308,41 @@ fn settle(
 /// A provider's compaction stands for everything before it: a window that drops anything and
 /// keeps the newest compaction moves its cut up to it (to the safe cut at or before it), so
 /// what it summarised is dropped first. A window that keeps everything stays as it is (an
-/// index holds its suffix only when it trims).
-fn past_compaction(index: &impl CutIndex, head: &Head, cut: usize) -> Answer<usize> {
+/// index holds its suffix only when it trims), unless `must_trim` (a budget the whole history
+/// is over): then what the compaction summarised goes even when the rule's minimum would
+/// keep every message.
+///
+/// When the window must open on a user turn (`start_with_user`, no task pinned), it moves to
+/// the user cut at or before that safe cut instead, if there is one at or after `cut` (the
+/// provider ignores what precedes the compaction; the window must not open on an assistant
+/// message). A history with no user cut at all is moved to the safe cut, as the rule says,
+/// unless the window opened on its own empty user message.
+fn past_compaction(
+    index: &impl CutIndex,
+    options: Options,
+    head: &Head,
+    cut: usize,
+    must_trim: bool,
+) -> Answer<usize> {
     let from = cut.max(head.floor);
     let head_kept: usize = head.ranges.iter().map(|(a, b)| b - a).sum();
-    if from == head.floor && head_kept == head.floor {
+    if !must_trim && from == head.floor && head_kept == head.floor {
         return Ok(cut); // the whole history
     }
-    Ok(match index.compaction_at_or_after(from)? {
-        Some(k) => index.safe_cut_at_or_before(k)?.max(from),
-        None => cut,
+    let Some(k) = index.compaction_at_or_after(from)? else {
+        return Ok(cut);
+    };
+    let target = index.safe_cut_at_or_before(k)?.max(from);
+    if target == from || !options.start_with_user || head.has_user {
+        return Ok(target);
+    }
+    Ok(match index.user_cut_at_or_before(target)? {
+        Some(u) if u >= from => u,
+        Some(_) => from,
+        // No user turn to open on: a window that opens on the history's own (empty) user
+        // message stays there; one that never had a user message goes to the safe cut.
+        None if from == head.floor && index.role(from)? == Role::User => from,
+        None => target,
     })
 }
 
@@ -311,7 +355,7 @@ fn keep_from(index: &impl CutIndex, options: Options, start: Option<usize>) -> A
     let limit = newest_round_limit(index, head.floor)?;
     let cut = index.safe_cut_at_or_before(start)?;
     let cut = settle(index, options, &head, cut, false, limit)?;
-    let cut = past_compaction(index, &head, cut)?;
+    let cut = past_compaction(index, options, &head, cut, false)?;
     Ok(keep(index, head, cut, false))
 }
 
@@ -336,27 +380,26 @@ pub fn decide(index: &impl CutIndex, rule: Rule, options: Options) -> Answer<Win
                 .index;
             let limit = newest_round_limit(index, head.floor)?;
             let cut = settle(index, options, &head, cut, true, limit)?;
-            let cut = past_compaction(index, &head, cut)?;
+            let cut = past_compaction(index, options, &head, cut, true)?;
             let over = head_tokens + index.tokens(cut.max(head.floor), n)? > budget;
             Ok(keep(index, head, cut, over))
         }
         Rule::LastTurns(k) => keep_from(index, options, index.kth_last_turn_start(k)?),
         Rule::LastRounds(k) => keep_from(index, options, index.kth_last_round_start(k)?),
         Rule::LastMessages(k) => {
+            // At most `k` messages besides the head: the longest window that keeps no more,
+            // unless none is valid (the newest round alone is longer, or a pair reaches back):
+            // then the shortest valid one, which keeps more.
             let head = head_of(index, options.pin_task)?;
-            let Some(wanted) = n.checked_sub(k).filter(|&w| w > head.floor) else {
+            let head_kept: usize = head.ranges.iter().map(|(a, b)| b - a).sum();
+            if n - head_kept <= k {
                 return Ok(unchanged(index));
-            };
+            }
+            let wanted = (n - k).max(head.floor);
             let limit = newest_round_limit(index, head.floor)?;
-            let before = index.safe_cut_at_or_before(wanted)?;
-            let after = index.safe_cut_at_or_after(wanted)?;
-            let cut = [before, after]
-                .into_iter()
-                .filter(|&c| head.floor <= c && c <= limit)
-                .min_by_key(|&c| (c.abs_diff(wanted), c))
-                .unwrap_or(limit);
-            let cut = settle(index, options, &head, cut, false, limit)?;
-            let cut = past_compaction(index, &head, cut)?;
+            let cut = index.safe_cut_at_or_after(wanted)?.min(limit);
+            let cut = settle(index, options, &head, cut, true, limit)?;
+            let cut = past_compaction(index, options, &head, cut, false)?;
             Ok(keep(index, head, cut, false))
         }
     }

@@ -198,7 +198,11 @@ fn brute_fit(metas: &[Meta], budget: u64, floor: usize) -> Cut {
     let len = metas.len();
     let safe = brute_safe(metas);
     let lowest = (floor.min(len)..=len).find(|&i| safe[i]).unwrap();
-    let newest_round = brute_round_starts(metas).last().copied().unwrap_or(len);
+    // With no round at all, the newest message is the minimum kept.
+    let newest_round = brute_round_starts(metas)
+        .last()
+        .copied()
+        .unwrap_or(len.saturating_sub(1));
     let limit = (0..=newest_round)
         .rev()
         .find(|&i| safe[i])
@@ -227,7 +231,7 @@ fn brute_fit_within(metas: &[Meta], budget: u64, floor: usize, end: usize) -> Cu
         .into_iter()
         .rev()
         .find(|&r| r < end)
-        .unwrap_or(end);
+        .unwrap_or(end.saturating_sub(1));
     let limit = (0..=newest_round)
         .rev()
         .find(|&i| safe[i])

@@ -513,8 +513,15 @@ class Message(_MessageOptions, frozen=True):
 
     @property
     def is_real_user(self) -> bool:
-        """A user message with at least one block that is not a tool result (it starts a turn)."""
-        return self.role == "user" and any(type(b) is not ToolResultBlock for b in self.content)
+        """A user message with at least one block that is not a tool result (it starts a turn).
+
+        A provider block counts as its format's table says, as the core reads it: a document
+        or audio part opens a turn, a client tool's output (``computer_call_output``...) is
+        a result and does not."""
+        return self.role == "user" and any(
+            type(b) is not ToolResultBlock and (type(b) is not ProviderBlock or b._facts()[2])
+            for b in self.content
+        )
 
     # -- constructors -------------------------------------------------------------------------
 

@@ -75,8 +75,13 @@ class TrimReport:
     Anthropic ``compaction`` block, a Responses ``compaction`` item) already summarised: those
     before the newest one, which a trimming window drops first. ``over_budget``
     is true when a token budget applies and even the minimum a strategy keeps (the pinned
-    head plus the newest round) is over it. Plain fields, so ``dataclasses.asdict`` gives
-    a JSON-ready dict.
+    head plus the newest round) is over it. ``over_count`` is how many messages a count
+    strategy keeps past its count, besides the pinned head, because no window that keeps
+    fewer is valid: ``KeepLastMessages(n)`` past ``n`` messages (the newest round alone is
+    longer, or a tool call's result reaches back past the cut), ``KeepLastTurns(n)`` /
+    ``TrimRounds(n)`` the messages before the n-th last turn or round (a result in it
+    answers a call made before it). Plain fields, so ``dataclasses.asdict`` gives a
+    JSON-ready dict.
     """
 
     strategy: str
@@ -93,6 +98,7 @@ class TrimReport:
     budget: int | None = None
     over_budget: bool = False
     dropped_compacted: int = 0
+    over_count: int = 0
 
     @property
     def unchanged(self) -> bool:
@@ -208,6 +214,7 @@ class _Outcome:
     changed: set[int] = field(default_factory=set)
     budget: int | None = None
     over_budget: bool = False
+    over_count: int = 0
 
 
 def _unchanged(inp: _Input) -> _Outcome:
@@ -265,6 +272,7 @@ def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
         budget=out.budget,
         over_budget=out.over_budget,
         dropped_compacted=_dropped_before(dropped, inp.log.newest_compaction),
+        over_count=out.over_count,
     )
 
 
@@ -509,7 +517,34 @@ class _CoreCut(_CutStrategy):
         out.over_budget = over
         if self._rule == "budget":
             out.budget = getattr(self, self._value)
+        else:
+            out.over_count = self._over_count(inp.log, ranges)
         return out
+
+    def _over_count(self, log: _core.MessageLog, ranges: Sequence[tuple[int, int]]) -> int:
+        """Messages kept past the count besides the pinned head (O(log n): ranges only)."""
+        system_end, task, floor, contiguous = log.pinned_head(self.pin_task)
+        if task is None:
+            head: list[tuple[int, int]] = [(0, system_end)]
+        elif contiguous:
+            head = [(0, floor)]
+        else:
+            head = [(0, system_end), (task, task + 1)]
+
+        def beyond_head(end: int) -> int:
+            """Kept messages below ``end`` that are not in the head."""
+            kept = sum(max(0, min(b, end) - a) for a, b in ranges)
+            return kept - sum(max(0, min(b, end) - a) for a, b in head)
+
+        count: int = getattr(self, self._value)
+        if self._rule == "messages":
+            return max(0, beyond_head(len(log)) - count)
+        start = (
+            log.kth_last_turn_start(count)
+            if self._rule == "turns"
+            else log.kth_last_round_start(count)
+        )
+        return 0 if start is None else beyond_head(max(start, floor))
 
 
 # ============================================================================================
@@ -558,11 +593,13 @@ class TrimRounds(_CoreCut):
 
 
 class KeepLastMessages(_CoreCut):
-    """Keep about the last ``n`` messages besides the pinned head (autogen Buffered).
+    """Keep at most the last ``n`` messages besides the pinned head (autogen Buffered).
 
-    The cut goes to the safe cut nearest ``len - n`` (the earlier one on a tie), never past
-    the start of the newest round, so it keeps a few more or fewer than ``n`` rather than
-    orphan a tool result or split a question from its answer.
+    The longest window with no more than ``n`` messages whose cut is pair-safe: the first
+    safe cut at or after ``len - n``, so it keeps fewer than ``n`` rather than orphan a tool
+    result. Only when the newest round alone (the question or tool step being answered) is
+    longer does it keep more: that round, and ``describe`` reports ``over_count``, the
+    messages kept past ``n``.
     """
 
     def __init__(self, n: int, *, pin_task: bool = True, start_with_user: bool = True) -> None:

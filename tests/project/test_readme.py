@@ -1,4 +1,5 @@
-"""The README's Python snippets and the quickstart example run as written."""
+"""The README's (and the package description's) Python snippets, its command-line examples
+and the quickstart example run as written."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SNIPPETS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+SNIPPETS = [
+    code
+    for doc in ("README.md", "docs/package.md")  # the guide, and the package's description
+    for code in re.findall(r"```python\n(.*?)```", (ROOT / doc).read_text(), re.S)
+]
 
 
 @pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))])

@@ -269,9 +269,16 @@ def test_trim_rounds_keeps_the_last_rounds_like_agentix() -> None:
 
 def test_keep_last_messages_like_autogen_buffered_with_the_system_prompt_pinned() -> None:
     assert texts(KeepLastMessages(2)(chat(4))) == ["sys", "u0", "u3", "a3"]
-    # The cut moves to the nearest safe point: never between a call and its result.
-    out = KeepLastMessages(2)(agent_session(5))
-    assert texts(out) == ["You are terse.", "Find the bug.", "step 4", "u", "Found it."]
+    # At most 2 besides the head, never between a call and its result: the last two are a
+    # result and the reply after it, so the window keeps only the reply.
+    out, report = KeepLastMessages(2).apply(agent_session(5), report=True)
+    assert texts(out) == ["You are terse.", "Find the bug.", "Found it."]
+    assert report.over_count == 0
+    # Unless the newest round alone is longer: then it is kept whole, and the report says by
+    # how many messages it is past the count.
+    out, report = KeepLastMessages(1).apply(agent_session(5)[:-1], report=True)
+    assert texts(out) == ["You are terse.", "Find the bug.", "step 4", "u"]
+    assert report.over_count == 1
 
 
 def test_head_and_tail_states_the_true_number_skipped() -> None:
