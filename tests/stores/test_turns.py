@@ -14,6 +14,7 @@ import pytest
 
 from ctxtrim import (
     ContextStore,
+    InvalidArgument,
     InvalidTurnId,
     MemoryContextStore,
     Message,
@@ -74,7 +75,7 @@ def test_turn_counter_hands_out_agent_air_ids() -> None:
     assert TurnCounter(7).next_user() == "u8"
     # An assistant speaking first opens turn 1.
     assert TurnCounter().next_assistant() == "a1"
-    with pytest.raises(OverflowError):
+    with pytest.raises(InvalidArgument, match="start must be an int from 0 to 4294967295, got -1"):
         TurnCounter(-1)
 
 
@@ -167,10 +168,10 @@ async def test_remove_user_turn_removes_the_whole_turn(store: ContextStore) -> N
 async def test_remove_turn_errors_change_nothing(store: ContextStore) -> None:
     await store.append_many([Message.user("q1"), Message.user("q2"), Message.assistant("r2")])
     g = await store.generation()
-    with pytest.raises(KeyError):
-        await store.remove_turn("u9")
-    with pytest.raises(KeyError, match="no assistant message"):
-        await store.remove_turn("a1")
+    # No such turn, or no assistant side to it: nothing to roll back (agent-air's
+    # interrupt() removes nothing then), not an error.
+    assert await store.remove_turn("u9") == 0
+    assert await store.remove_turn("a1") == 0
     with pytest.raises(InvalidTurnId):
         await store.remove_turn("x1")
     assert await store.generation() == g
@@ -195,14 +196,17 @@ async def test_remove_turn_refuses_to_split_a_tool_pair(store: ContextStore) -> 
 async def test_attach_compact_summary(store: ContextStore) -> None:
     await store.append_many(two_turns())
     g = await store.generation()
-    await store.attach_compact_summary("t2", "listed x")
+    assert await store.attach_compact_summary("t2", "listed x") is True
     history = await store.get_history()
     assert history[4].tool_results[0].compact_summary == "listed x"
     assert history[4].tool_results[0].content == "out"
     assert texts(history) == texts(two_turns())
     assert await store.generation() > g
-    with pytest.raises(KeyError, match="nope"):
-        await store.attach_compact_summary("nope", "s")
+    # No stored result has that id: accepted and nothing changes (agent-air's
+    # store_compact_summaries takes a summary for any id).
+    g = await store.generation()
+    assert await store.attach_compact_summary("nope", "s") is False
+    assert await store.generation() == g
     # Turn ids are unchanged by the rewrite.
     log = await store.load_log()
     assert str(log.turn_of(4)) == "u2" and log.current_turn == 2
