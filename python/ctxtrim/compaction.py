@@ -438,8 +438,8 @@ class AutoCompactStore(ContextStore):
         self._context = self._hold_until = None
         return removed
 
-    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
-        await self._store.attach_compact_summary(tool_use_id, summary)
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> bool:
+        return await self._store.attach_compact_summary(tool_use_id, summary)
 
     async def load_log(self) -> _core.MessageLog:
         return await self._store.load_log()

@@ -523,6 +523,17 @@ class Message(_MessageOptions, frozen=True):
             for b in self.content
         )
 
+    def is_user(self) -> bool:
+        """Whether the role is ``"user"`` (tool results included: they travel in user
+        messages, as in agent-air), for code ported from the seed frameworks that asks
+        ``is_user()``; :attr:`is_real_user` leaves results out. ``TurnId.is_user_turn()``
+        asks the same of a turn id."""
+        return self.role == "user"
+
+    def is_assistant(self) -> bool:
+        """Whether the role is ``"assistant"`` (the seeds' ``is_assistant()``)."""
+        return self.role == "assistant"
+
     # -- constructors -------------------------------------------------------------------------
 
     # The constructors run in the core for their common forms (a ``str``, tuples, the documented

@@ -271,15 +271,19 @@ class ContextStore(ABC):
         wins, it re-reads and retries. Bumps the generation. Later messages keep their turn
         ids (they are written with them, so a reopened store numbers them as before). O(n).
 
-        Raises ``KeyError`` if no message has that turn (or turn 3 has no assistant message
-        for ``"a3"``), :class:`~ctxtrim.errors.InvalidTurnId` for a malformed id, and
+        Returns 0 and changes nothing if no message has that turn (or turn 3 has no
+        assistant message for ``"a3"``), as agent-air's ``interrupt()`` removes nothing
+        then. Raises :class:`~ctxtrim.errors.InvalidTurnId` for a malformed id, and
         ``ValueError`` if the removal would separate a tool call from its result (possible
         only with caller-given turn ids); nothing changes then.
         """
         for attempt in range(_REWRITE_ATTEMPTS):
             history, generation = await self.snapshot()
             log = _core.MessageLog(history)
-            start, end = log.turn_range(turn)
+            try:
+                start, end = log.turn_range(turn)
+            except KeyError:  # no such turn: nothing to roll back
+                return 0
             kept = list(history[:start])
             for j in range(end, len(history)):
                 message = history[j]
@@ -295,7 +299,7 @@ class ContextStore(ABC):
             return end - start
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> bool:
         """Give the stored tool result answering ``tool_use_id`` (the newest, if the id was
         reused) ``summary`` as its ``compact_summary``, the short stand-in that
         :class:`~ctxtrim.ClearToolResults` shows once the result is old (agent-air's
@@ -304,18 +308,24 @@ class ContextStore(ABC):
         Atomic (a compare-and-swap on the generation, retried if another rewrite wins;
         messages appended meanwhile are kept) and it bumps the generation: the stored message
         is rewritten, so a compaction that read the history before must re-read rather than
-        write the old result back. Raises ``KeyError`` if no stored tool result has that id.
+        write the old result back. Returns True; False, changing nothing, if no stored tool
+        result has that id (agent-air's ``store_compact_summaries`` accepts a summary for
+        any id).
         """
         for attempt in range(_REWRITE_ATTEMPTS):
             history, generation = await self.snapshot()
-            index, message = _summarised(history, tool_use_id, summary)
+            try:
+                index, message = _summarised(history, tool_use_id, summary)
+            except KeyError:
+                return False
             try:
                 await self.replace_prefix(index + 1, [*history[:index], message], generation)
             except StaleGenerationError:
                 if attempt == _REWRITE_ATTEMPTS - 1:
                     raise
                 continue
-            return
+            return True
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def load_log(self) -> _core.MessageLog:
         """The history as a read-only :class:`~ctxtrim.MessageLog` (cached token counts,
@@ -502,14 +512,20 @@ class MemoryContextStore(ContextStore):
         if self._closed:
             raise _closed()
         # One core rewrite under the log's lock: atomic, later turn ids unchanged.
-        return self._log.remove_turn(turn)
+        try:
+            return self._log.remove_turn(turn)
+        except KeyError:  # no such turn: nothing to roll back
+            return 0
 
-    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> None:
+    async def attach_compact_summary(self, tool_use_id: str, summary: str) -> bool:
         if self._closed:
             raise _closed()
         for attempt in range(_REWRITE_ATTEMPTS):
             view = self._log.snapshot()
-            index, message = _summarised(view.to_list(), tool_use_id, summary)
+            try:
+                index, message = _summarised(view.to_list(), tool_use_id, summary)
+            except KeyError:
+                return False
             tokens = None if self._counter is None else _counted(self._counter, message, "message")
             try:
                 self._log.replace_at(index, message, view.generation, tokens=tokens)
@@ -517,7 +533,8 @@ class MemoryContextStore(ContextStore):
                 if attempt == _REWRITE_ATTEMPTS - 1:
                     raise
                 continue
-            return
+            return True
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def fork(self) -> MemoryContextStore:
         if self._closed:

@@ -95,6 +95,15 @@ class HeuristicTokenCounter:
     __slots__ = ("encoding",)
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
+        if isinstance(encoding, (int, float)) and not isinstance(encoding, bool):
+            # agentix's HeuristicTokenCounter(chars_per_token=4.0), called positionally.
+            raise TypeError(
+                f"HeuristicTokenCounter takes a price table's name (encoding='cl100k_base', "
+                f"'o200k_base', 'anthropic' or a model name), not characters per token "
+                f"({encoding!r}): for agentix's ceil(len(text) / {encoding!r}) use "
+                f"ctxtrim.integrations.agentix.HeuristicTokenCounter({encoding!r}), or "
+                f"ctxtrim.tokens.TextTokenCounter(that counter) to price whole messages with it"
+            )
         self.encoding = _core.price_table(encoding)  # validates the name now
 
     def count_text(self, text: str) -> int:
