@@ -3,12 +3,17 @@ the intent is plain, by doing it)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ctxtrim
 from ctxtrim import InvalidMessage, Message, TextBlock, ToolUseBlock
+from ctxtrim.stores import PostgresContextStore, RedisContextStore
 
 CHAT_CALL = {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
@@ -52,6 +57,25 @@ MISUSE: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "ctxtrim.formats.from_openai_chat reads it",
     ),
     (
+        "a store constructed instead of opened",
+        lambda: ctxtrim.SQLiteContextStore("chat.db"),  # type: ignore[arg-type]
+        TypeError,
+        "SQLiteContextStore is opened, not constructed: "
+        "`await SQLiteContextStore.open(path, session_id)`",
+    ),
+    (
+        "a Redis store constructed with its URL",
+        lambda: RedisContextStore("redis://localhost"),
+        TypeError,
+        "`await RedisContextStore.open(url, session_id, prefix=...)`",
+    ),
+    (
+        "a PostgreSQL store constructed with its DSN",
+        lambda: PostgresContextStore("postgresql://localhost/db"),
+        TypeError,
+        "`await PostgresContextStore.open(dsn, session_id)`",
+    ),
+    (
         "a Chat tool call in tool_uses",
         lambda: Message.assistant("x", tool_uses=[CHAT_CALL]),
         InvalidMessage,
@@ -88,3 +112,36 @@ def test_plain_intent_is_done_not_refused() -> None:
     assert Message.user(TextBlock("hi")) == Message.user("hi")
     with pytest.raises(InvalidMessage, match=r"content\[0\]\.input"):
         Message.assistant("", tool_uses=[{"id": "a", "name": "f", "input": [1]}])
+
+
+def test_the_command_line_names_json_types_in_json_terms(tmp_path: Path) -> None:
+    (tmp_path / "null.json").write_text("null")
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxtrim", "trim", str(tmp_path / "null.json"), "--max-tokens", "9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "cannot detect the format: expected a list of messages, got null" in result.stderr
+    assert "NoneType" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("store", "client", "extra"),
+    [("RedisContextStore", "redis", "redis"), ("PostgresContextStore", "psycopg", "postgres")],
+)
+def test_a_missing_store_client_names_its_extra_once(store: str, client: str, extra: str) -> None:
+    probe = (
+        f"import sys; sys.modules[{client!r}] = None\n"
+        "from ctxtrim import stores\n"
+        "try:\n"
+        f"    stores.{store}\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert f"pip install 'ctxtrim[{extra}]'" in out
+    assert out.count("pip install") == 1  # one hint, not the same one twice

@@ -33,19 +33,15 @@ __all__ = [
     "log_caches",
 ]
 
+#: The stores imported on first access. Each module says itself which extra its missing
+#: client comes with (one ImportError, one hint).
 _LAZY = {
-    "RedisContextStore": ("ctxtrim.stores.redis", "redis"),
-    "PostgresContextStore": ("ctxtrim.stores.postgres", "postgres"),
+    "RedisContextStore": "ctxtrim.stores.redis",
+    "PostgresContextStore": "ctxtrim.stores.postgres",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, extra = _LAZY[name]
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ImportError as e:
-        raise ImportError(
-            f"{name} needs its client library: pip install 'ctxtrim[{extra}]' ({e})"
-        ) from e
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -407,8 +407,11 @@ class PostgresContextStore(ContextStore):
     _key: bytes
     _timeout: float
 
-    def __init__(self) -> None:
-        raise TypeError("use `await PostgresContextStore.open(dsn, session_id)`")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(
+            "PostgresContextStore is opened, not constructed: "
+            "`await PostgresContextStore.open(dsn, session_id)`"
+        )
 
     @classmethod
     async def open(

@@ -362,8 +362,11 @@ class RedisContextStore(ContextStore):
     _idempotent: bool
     _log_cache: LogCache
 
-    def __init__(self) -> None:
-        raise TypeError("use `await RedisContextStore.open(url, session_id, prefix=...)`")
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError(
+            "RedisContextStore is opened, not constructed: "
+            "`await RedisContextStore.open(url, session_id, prefix=...)`"
+        )
 
     @classmethod
     async def open(
