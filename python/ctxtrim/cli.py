@@ -161,13 +161,19 @@ class Document:
     @property
     def root(self) -> str:
         """The name of the entries' array in the provider payload (paths in errors)."""
-        return "input" if self.format == "responses" else "messages"
+        return _ROOTS.get(self.format, "messages")
+
+
+#: The name of the entries' array in a provider payload, where it is not ``messages``.
+_ROOTS = {"responses": "input", "gemini": "contents"}
+#: The keys ``dump`` gives besides the entries, for the formats that return a dict.
+_SYSTEM_KEYS = {"anthropic": ("system",), "gemini": ("system_instruction", "systemInstruction")}
 
 
 def entries(payload: Any, format: str) -> int:
     """How many entries of the provider's own list ``payload`` holds."""
     if isinstance(payload, dict):
-        payload = payload.get("input" if format == "responses" else "messages")
+        payload = payload.get(_ROOTS.get(format, "messages"))
     if isinstance(payload, list):
         return len(payload)
     return 1 if isinstance(payload, str) else 0  # Responses' one-user-message shorthand
@@ -303,20 +309,16 @@ def render(doc: Document, messages: list[Message]) -> tuple[str, int]:
     except CtxtrimError as e:
         raise CliError(f"{doc.name}: cannot write the result as {doc.about}: {e}") from None
     original = doc.payload
-    if doc.format == "anthropic":
+    if doc.format in _SYSTEM_KEYS:
+        ours = (*_SYSTEM_KEYS[doc.format], _ROOTS.get(doc.format, "messages"))
         if isinstance(original, dict):  # keep the request body's other keys, in order
-            merged = {
-                k: out.get(k) if k in ("system", "messages") else v for k, v in original.items()
-            }
-            merged = {
-                k: v for k, v in merged.items() if k in out or k not in ("system", "messages")
-            }
+            merged = {k: out.get(k) if k in ours else v for k, v in original.items()}
+            merged = {k: v for k, v in merged.items() if k in out or k not in ours}
             out = {**merged, **{k: v for k, v in out.items() if k not in merged}}
-        elif "system" not in out:
-            out = out["messages"]  # a bare list came in: a bare list goes out
+        elif len(out) == 1:
+            out = out[ours[-1]]  # a bare list came in: a bare list goes out
     elif isinstance(original, dict):
-        key = "input" if doc.format == "responses" else "messages"
-        out = {**original, key: out}
+        out = {**original, _ROOTS.get(doc.format, "messages"): out}
     count = entries(out, doc.format)
     if doc.jsonl and isinstance(out, list):
         return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in out), count

@@ -2,7 +2,8 @@
 
 Every strategy, :func:`ctxtrim.validate`, :func:`ctxtrim.repair` and ``describe`` take the
 data an agent already has — an OpenAI Chat ``messages`` list, Responses ``input`` items, an
-Anthropic message list or request body, ctxtrim's own dicts — as well as messages. A payload is
+Anthropic message list or request body, Gemini ``contents`` or a request body, ctxtrim's own
+dicts — as well as messages. A payload is
 read with :mod:`ctxtrim.formats` (the format detected as the CLI detects it, or named with
 ``format=``), the call runs on the messages, and the result is written back in the payload's
 own format and shape.
@@ -48,8 +49,11 @@ _LIST_KEY = {
     "openai": "messages",
     "responses": "input",
     "anthropic": "messages",
+    "gemini": "contents",
     "ctxtrim": "messages",
 }
+#: The keys besides the list a format's ``dump`` gives, for the formats that return a dict.
+_SYSTEM_KEYS = {"anthropic": ("system",), "gemini": ("system_instruction", "systemInstruction")}
 
 
 def is_payload(source: object) -> bool:
@@ -71,6 +75,7 @@ class Payload:
             and format == "auto"
             and "messages" not in data
             and "input" not in data
+            and "contents" not in data
         ):
             raise FormatError(
                 "expected a list of provider messages or a request body with 'messages' "
@@ -89,18 +94,21 @@ class Payload:
         if messages is self.messages:
             return self.data
         written = _formats.dump(messages, self.format)
-        if self.format == "anthropic":
+        if self.format in _SYSTEM_KEYS:
+            list_key = _LIST_KEY[self.format]
+            ours = (*_SYSTEM_KEYS[self.format], list_key)
             if type(self.data) is list:
-                if "system" in written:  # a system message that was not in the list
+                if len(written) > 1:  # a system message that was not in the list
+                    what = "an Anthropic message" if list_key == "messages" else "a Gemini contents"
                     raise InvalidMessage(
-                        "a system message cannot be written into an Anthropic message list; "
-                        "pass the request body ({'system': ..., 'messages': [...]})",
-                        "messages",
+                        f"a system message cannot be written into {what} list; pass the "
+                        f"request body ({{{ours[0]!r}: ..., {list_key!r}: [...]}})",
+                        list_key,
                     )
-                return written["messages"]
+                return written[list_key]
             body = {}
             for key, value in self.data.items():  # the body's own key order
-                if key not in ("system", "messages"):
+                if key not in ours:
                     body[key] = value
                 elif key in written:
                     body[key] = written[key]
@@ -121,7 +129,9 @@ class Payload:
 
     def _entries(self, message: Message) -> int:
         written = _formats.dump([message], self.format)
-        return len(written["messages"] if self.format == "anthropic" else written)
+        if self.format in _SYSTEM_KEYS:
+            return len(written[_LIST_KEY[self.format]])
+        return len(written)
 
     def entry(self, index: int) -> int:
         """The payload index of message ``index``'s first entry."""

@@ -185,6 +185,8 @@ CACHE_SLOTS = (
     "_ctxtrim_openai_chat_json",
     "_ctxtrim_openai_responses",
     "_ctxtrim_openai_responses_json",
+    "_ctxtrim_gemini",
+    "_ctxtrim_gemini_json",
     COUNTS_SLOT,
 )
 

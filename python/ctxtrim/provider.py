@@ -21,13 +21,17 @@ Its row in :data:`SPECS`, keyed by ``(format, wire type)``, says everything ctxt
   (encrypted or base64 payloads no model reads as text) is estimated as text; ``"image"``: one
   image at the flat image price (an image behind a URL or a file id, whose size is unknown);
   ``"document"``: a PDF by its pages (:data:`PDF_PAGE_TOKENS` each), a text document by its text;
-  ``"none"``: nothing (a marker the model never reads);
+  ``"media"``: Gemini's ``inline_data`` / ``file_data`` by their MIME type: an image at the
+  flat image price, a PDF by its pages, text by its text, anything else (audio, video, a
+  file behind a URI) :data:`UNKNOWN_DOCUMENT_TOKENS`; ``"none"``: nothing (a marker the
+  model never reads);
 * ``compaction``: the block is a provider's summary of everything before it;
 * ``partner``: the wire type of the other half of a pair, where there is one.
 
 Invariant: every wire type of the official SDKs' unions (anthropic ``BetaContentBlockParam``
 and ``BetaContentBlock``, openai ``ResponseInputItem`` with its content parts, Chat
-Completions' message, part and tool-call unions) has a row; ``tests/formats/test_sdk_members.py``
+Completions' message, part and tool-call unions, every field of google-genai's ``Part``) is
+modelled or has a row; ``tests/formats/test_sdk_members.py``
 generates every member from the installed SDKs and fails on one without a row. A type with no
 row (newer than the table) is kept verbatim when it has no id field (``id``, ``call_id``,
 ``tool_use_id``...), as content of the message it arrived in; one with an id field may be half
@@ -62,7 +66,7 @@ __all__ = [
 ]
 
 #: The formats a provider block can come from (the ``Message.meta`` keys of their records).
-FORMATS = frozenset({"anthropic", "openai_chat", "openai_responses"})
+FORMATS = frozenset({"anthropic", "openai_chat", "openai_responses", "gemini"})
 
 #: The price of one PDF page, text and page image together: Anthropic documents 1,500 to
 #: 3,000 tokens a page for text plus the page's image; the middle is taken.
@@ -71,7 +75,7 @@ PDF_PAGE_TOKENS = 2_000
 Side = Literal["user", "assistant", "system", "any"]
 Pair = Literal["call", "result", ""]
 Level = Literal["part", "item", "tool_call", "field", "message"]
-Price = Literal["json", "image", "document", "none"]
+Price = Literal["json", "image", "document", "media", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +194,61 @@ _CHAT: dict[str, Spec] = {
     "function": _S("user", "result", level="message", partner="function_call"),
 }
 
+# Gemini: a part has no ``type``; its wire type is the field that holds its data
+# (``file_data``, ``executable_code``...), in snake_case whichever spelling it came in (see
+# ``wire_type``). ``text``, ``function_call``, ``function_response``, ``thought`` text and
+# inline images are modelled; a row covers the rest, and every field of the SDK's ``Part``
+# standing alone. Code execution and server-side tools answer in the same model content as
+# their call, by their nested ``id`` or, without one, by position (the reader's ``pair_id``).
+# Thought signatures are opaque wherever they ride.
+_SIG = ("thought_signature", "thoughtSignature")
+_GEMINI: dict[str, Spec] = {
+    "inline_data": _S("any", price="media"),  # audio, video, PDF...; images not in base64
+    "file_data": _S("any", price="media"),
+    "executable_code": _S("assistant", "call", opaque=_SIG, partner="code_execution_result"),
+    "code_execution_result": _S("assistant", "result", opaque=_SIG, partner="executable_code"),
+    "tool_call": _S("assistant", "call", opaque=_SIG, partner="tool_response"),
+    "tool_response": _S("assistant", "result", opaque=_SIG, partner="tool_call"),
+    # a thought in a user content (not a ReasoningBlock there), metadata standing alone
+    **{
+        field: _S("any", opaque=_SIG)
+        for field in (
+            "text",
+            "thought",
+            "video_metadata",
+            "media_resolution",
+            "part_metadata",
+            "audio_transcription",
+            "media_processing",
+            "speech_metadata",
+            "document_metadata",
+            "spreadsheet_metadata",
+            "audio_metadata",
+        )
+    },
+    "thought_signature": _S("any", price="none"),
+}
+
+#: The fields of a Gemini part that hold its data, first found first: its wire type.
+GEMINI_DATA_FIELDS = (
+    "function_call",
+    "function_response",
+    "executable_code",
+    "code_execution_result",
+    "tool_call",
+    "tool_response",
+    "inline_data",
+    "file_data",
+    "text",
+)
+_CAMEL = re.compile(r"(?<!^)([A-Z])")
+
 #: The tables, by format and wire type.
 SPECS: Mapping[str, Mapping[str, Spec]] = {
     "anthropic": _ANTHROPIC,
     "openai_responses": _RESPONSES,
     "openai_chat": _CHAT,
+    "gemini": _GEMINI,
 }
 
 #: The keys that may hold a pairing id, for a type with no row (see the module docstring).
@@ -208,6 +262,8 @@ def wire_type(format: str, data: Mapping[str, Any]) -> str:
     """The wire type of a provider dict: its ``"type"``, or for the dicts that have none, what
     stands for it (Responses' ``item_reference`` may omit it; Chat's legacy ``function_call``
     field and ``function`` message never had one)."""
+    if format == "gemini":
+        return _gemini_wire_type(data)
     kind = data.get("type")
     if isinstance(kind, str):
         return kind
@@ -219,6 +275,16 @@ def wire_type(format: str, data: Mapping[str, Any]) -> str:
         if data.get("role") == "function":
             return "function"
     return ""
+
+
+def _gemini_wire_type(data: Mapping[str, Any]) -> str:
+    """A Gemini part's data field (:data:`GEMINI_DATA_FIELDS`), else its first field, in
+    snake_case."""
+    keys = [k if "_" in k or k.islower() else _CAMEL.sub(r"_\1", k).lower() for k in data]
+    for field in GEMINI_DATA_FIELDS:
+        if field in keys:
+            return field
+    return keys[0] if keys else ""
 
 
 def misplaced(block: ProviderBlock, role: str) -> str | None:
@@ -236,6 +302,10 @@ def spec_of(format: str, data: Mapping[str, Any]) -> Spec | None:
     if spec is not None:
         return spec
     if any(key in data for key in ID_KEYS):
+        return None
+    if format == "gemini" and any(  # a Gemini part keeps its ids one level down
+        isinstance(v, Mapping) and any(key in v for key in ID_KEYS) for v in data.values()
+    ):
         return None
     return UNKNOWN
 
@@ -261,6 +331,9 @@ def facts(block: ProviderBlock) -> tuple[str | None, str | None, bool, bool, str
     if spec.price == "document":
         text, tokens = _document(block.format, block.data)
         return (*pairing, text, tokens, 0)
+    if spec.price == "media":
+        text, tokens, images = _media(block.data)
+        return (*pairing, text, tokens, images)
     data = block.data
     if spec.opaque:
         data = {k: v for k, v in data.items() if k not in spec.opaque}
@@ -301,6 +374,34 @@ def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
         return raw.decode("utf-8"), 0  # a text file sent inline
     except UnicodeDecodeError:
         return "", UNKNOWN_DOCUMENT_TOKENS
+
+
+def _media(data: Mapping[str, Any]) -> tuple[str, int, int]:
+    """A Gemini ``inline_data`` / ``file_data`` part's ``(text to price, extra tokens,
+    flat-priced images)`` by its MIME type (see ``"media"`` in the module docstring)."""
+    blob = data.get("inline_data", data.get("inlineData"))
+    inline = isinstance(blob, Mapping)
+    if not inline:
+        blob = data.get("file_data", data.get("fileData"))
+    if not isinstance(blob, Mapping):
+        return "", UNKNOWN_DOCUMENT_TOKENS, 0
+    mime = blob.get("mime_type", blob.get("mimeType"))
+    mime = mime if isinstance(mime, str) else ""
+    if mime.startswith("image/"):
+        return "", 0, 1
+    payload = blob.get("data") if inline else None
+    if isinstance(payload, str) and (mime == "application/pdf" or mime.startswith("text/")):
+        try:
+            raw = base64.b64decode(payload.replace("-", "+").replace("_", "/"), validate=False)
+        except (binascii.Error, ValueError):
+            return "", UNKNOWN_DOCUMENT_TOKENS, 0
+        if raw.startswith(b"%PDF"):
+            return "", max(1, len(_PAGE.findall(raw))) * PDF_PAGE_TOKENS, 0
+        try:
+            return raw.decode("utf-8"), 0, 0
+        except UnicodeDecodeError:
+            pass
+    return "", UNKNOWN_DOCUMENT_TOKENS, 0
 
 
 def price(block: ProviderBlock, count: Callable[[str], int]) -> int:

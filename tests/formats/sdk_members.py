@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import collections.abc
+import enum
 import functools
 import importlib
 import importlib.metadata
@@ -43,6 +44,8 @@ __all__ = [
     "anthropic_request_blocks",
     "anthropic_response_blocks",
     "chat_message_params",
+    "gemini_part_dicts",
+    "gemini_parts",
     "installed_versions",
     "responses_input_item_params",
     "responses_input_items",
@@ -127,7 +130,7 @@ WAV_B64 = base64.b64encode(_wav_2_samples()).decode("ascii")
 def installed_versions() -> dict[str, str]:
     """The installed versions of the SDKs this module reads (the missing ones left out)."""
     versions: dict[str, str] = {}
-    for dist in ("anthropic", "openai"):
+    for dist in ("anthropic", "openai", "google-genai"):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -350,6 +353,19 @@ def _string(name: str, siblings: dict[str, Any]) -> str:
     return f"{name}_1"
 
 
+def _bytes(name: str, siblings: dict[str, Any]) -> str:
+    """A ``bytes`` field as pydantic's ``model_dump(mode="json")`` writes it: URL-safe
+    base64 (google-genai's blobs and thought signatures)."""
+    mime_type = siblings.get("mime_type", siblings.get("mimeType"))
+    if name == "data" and isinstance(mime_type, str) and mime_type.startswith("image/"):
+        raw = _png_1x1()
+    elif name == "data" and mime_type == "application/pdf":
+        raw = b"%PDF-1.4\n%%EOF"
+    else:
+        raw = f"{name}_1".encode()
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
 def _object_value(name: str) -> Any:
     """The value of a field typed ``object`` or ``Any``."""
     if name in _JSON_ARG_FIELDS:
@@ -404,6 +420,11 @@ def _value(tp: Any, name: str, depth: int, siblings: dict[str, Any]) -> Any:
         return 1
     if tp is float:
         return 0.5
+    if tp is bytes:
+        return _bytes(name, siblings)
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = [m.value for m in tp if not str(m.value).endswith("_UNSPECIFIED")]
+        return values[0] if values else next(iter(tp)).value
     item = _list_item(tp)
     if item is not None:
         return [_value(item, name, depth + 1, {})]
@@ -426,7 +447,7 @@ def _instance(cls: Any, depth: int, omit: frozenset[str] = frozenset()) -> dict[
     # The Literals first: a "data" field's value follows its sibling "media_type".
     siblings: dict[str, Any] = {}
     for field in fields:
-        if field.key in ("media_type", "format"):
+        if field.key in ("media_type", "format", "mime_type", "mimeType"):
             siblings[field.key] = _value(field.tp, field.key, depth, {})
     out: dict[str, Any] = {}
     for field in fields:
@@ -719,6 +740,72 @@ def chat_message_params() -> list[Member]:
     return _check_union(union_tp, members)
 
 
+def _snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+
+
+def _gemini_part_cases(cls: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(name, wire type, raw part)`` of a google-genai part type: each field alone, each
+    two fields together (a thought and its text, a signature on a call...), every field at
+    once, and an ``inline_data`` variant per kind of blob the tables price apart (an image,
+    a PDF). The wire type is the first field's, in snake_case."""
+    name = _type_name(cls)
+    fields = _fields(cls)
+    values = {f.key: _value(f.tp, f.key, 1, {}) for f in fields}
+    cases = [(f"{name}[{f.key}]", _snake(f.key), {f.key: values[f.key]}) for f in fields]
+    for i, f in enumerate(fields):
+        for g in fields[i + 1 :]:
+            raw = {f.key: values[f.key], g.key: values[g.key]}
+            cases.append((f"{name}[{f.key}+{g.key}]", _snake(f.key), raw))
+    cases.append((name, _snake(fields[0].key), _instance(cls, 0)))
+    for f in fields:
+        blob = values[f.key]
+        mime_key = next(
+            (k for k in ("mime_type", "mimeType") if isinstance(blob, dict) and k in blob), ""
+        )
+        if not mime_key or "data" not in blob:
+            continue
+        for mime_type in ("image/png", "application/pdf"):
+            data = _bytes("data", {"mime_type": mime_type})
+            raw = {f.key: {**blob, mime_key: mime_type, "data": data}}
+            cases.append((f"{name}[{f.key}={mime_type}]", _snake(f.key), raw))
+    return cases
+
+
+def _gemini(cls_name: str, union: str) -> list[Member]:
+    cls = _sdk_type("google.genai.types", cls_name)
+    members = []
+    for name, wire_type, raw in _gemini_part_cases(cls):
+        try:
+            members.append(Member(union, name, wire_type, _payload(cls, raw, name)))
+        except GenerationError as exc:
+            raise GenerationError(f"{union}: cannot generate {name}: {exc}") from exc
+    return members
+
+
+def gemini_parts() -> list[Member]:
+    """Every field of ``google.genai.types.Part`` (pydantic; dumped by alias, the REST API's
+    camelCase), alone, two by two and all together; wire_type: the first field, snake_case."""
+    return _gemini("Part", "google.genai.Part")
+
+
+def gemini_part_dicts() -> list[Member]:
+    """The same cases of ``google.genai.types.PartDict`` (the SDK's snake_case dicts)."""
+    return _gemini("PartDict", "google.genai.PartDict")
+
+
+def gemini_content_fields(dicts: bool) -> list[str]:
+    """The fields of ``google.genai.types.Content`` (or ``ContentDict``), by wire key."""
+    cls = _sdk_type("google.genai.types", "ContentDict" if dicts else "Content")
+    return [f.key for f in _fields(cls)]
+
+
+def validate_gemini_content(payload: dict[str, Any], dicts: bool) -> None:
+    """Check ``payload`` against ``google.genai.types.ContentDict`` (or ``Content``)."""
+    cls = _sdk_type("google.genai.types", "ContentDict" if dicts else "Content")
+    _validate(cls, payload)
+
+
 #: Every generator, by name (for a test's parametrization).
 GENERATORS: dict[str, Callable[[], list[Member]]] = {
     "anthropic_request_blocks": anthropic_request_blocks,
@@ -726,4 +813,6 @@ GENERATORS: dict[str, Callable[[], list[Member]]] = {
     "responses_input_items": responses_input_items,
     "responses_input_item_params": responses_input_item_params,
     "chat_message_params": chat_message_params,
+    "gemini_parts": gemini_parts,
+    "gemini_part_dicts": gemini_part_dicts,
 }

@@ -277,7 +277,7 @@ def test_validate_finds_a_dangling_call_in_anthropic(tmp_path: Path) -> None:
         ("[]", ["trim", "--max-tokens", "9", "--reserve-tokens", "-1"], ["--reserve-tokens"]),
         ("[]", ["trim", "--max-tokens", "lots"], ["--max-tokens", "'lots'"]),
         ("[]", ["trim"], ["--max-tokens"]),
-        ("[]", ["trim", "--max-tokens", "10", "--format", "gemini"], ["gemini"]),
+        ("[]", ["trim", "--max-tokens", "10", "--format", "mistral"], ["mistral"]),
         ("[]", ["trim", "--max-tokens", "10", "--reserve-tokens", "10"], ["--reserve-tokens"]),
         ("[]", ["frobnicate"], ["frobnicate"]),
     ],

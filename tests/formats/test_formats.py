@@ -837,8 +837,8 @@ def test_load_accepts_json_and_jsonl_text() -> None:
 
 
 def test_unknown_format_name() -> None:
-    with pytest.raises(FormatError, match="unknown format 'gemini'"):
-        load([], "gemini")
+    with pytest.raises(FormatError, match="unknown format 'mistral'"):
+        load([], "mistral")
     with pytest.raises(FormatError):
         dump([], "auto")
     assert isinstance(FormatError("x"), ValueError)

@@ -5,7 +5,9 @@ until ctxtrim handles it.
 
 Unions: anthropic ``BetaContentBlockParam`` and ``BetaContentBlock``; openai
 ``ResponseInputItem`` and ``ResponseInputItemParam`` with their content parts; Chat
-Completions' message, content part and tool call unions (the versions the test extra pins).
+Completions' message, content part and tool call unions; google-genai's ``Part`` and
+``PartDict`` (every field alone, two by two and all at once) in a ``Content`` (the versions
+the test extra pins). google-genai needs Python >= 3.11: its cases skip on 3.10.
 """
 
 from __future__ import annotations
@@ -34,16 +36,19 @@ from ctxtrim import (
 )
 from ctxtrim.formats import (
     from_anthropic,
+    from_gemini,
     from_openai_chat,
     from_openai_responses,
     to_anthropic,
     to_anthropic_json,
+    to_gemini,
+    to_gemini_json,
     to_openai_chat,
     to_openai_chat_json,
     to_openai_responses,
     to_openai_responses_json,
 )
-from ctxtrim.provider import SPECS, UNKNOWN
+from ctxtrim.provider import SPECS, UNKNOWN, wire_type
 
 import sdk_members
 from sdk_members import Member
@@ -51,8 +56,20 @@ from sdk_members import Member
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@functools.cache
+#: google-genai 3.6.1 (the pinned version) requires Python >= 3.11.
+GENAI_REASON = (
+    f"google-genai 3.6.1 needs Python >= 3.11; this is {sys.version_info[0]}.{sys.version_info[1]}"
+)
+
+
 def members(generator: str) -> list[Member]:
+    if generator.startswith("gemini") and sys.version_info < (3, 11):
+        pytest.skip(GENAI_REASON)
+    return _members(generator)
+
+
+@functools.cache
+def _members(generator: str) -> list[Member]:
     return sdk_members.GENERATORS[generator]()
 
 
@@ -61,6 +78,7 @@ MODELLED = {
     "anthropic": {"text", "image", "tool_use", "tool_result", "thinking", "redacted_thinking"},
     "openai_responses": {"message", "function_call", "function_call_output", "reasoning"},
     "openai_chat": {"", "text", "image_url", "function"},
+    "gemini": {"text", "inline_data", "function_call", "function_response"},
 }
 
 #: generator → (format, from, to dicts, to JSON)
@@ -80,6 +98,8 @@ FORMATS: dict[str, tuple[str, Callable[..., Any], Callable[..., Any], Callable[.
         to_openai_responses_json,
     ),
     "chat_message_params": ("openai_chat", from_openai_chat, to_openai_chat, to_openai_chat_json),
+    "gemini_parts": ("gemini", from_gemini, to_gemini, to_gemini_json),
+    "gemini_part_dicts": ("gemini", from_gemini, to_gemini, to_gemini_json),
 }
 
 _ANTHROPIC_ASSISTANT = {"tool_use", "thinking", "redacted_thinking"}
@@ -94,11 +114,35 @@ def anthropic_role(block: dict[str, Any]) -> str:
     return "assistant" if spec is not None and spec.side == "assistant" else "user"
 
 
+def snake(key: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+
+
+def gemini_roles(part: dict[str, Any]) -> list[str]:
+    """The roles of the contents a Gemini part may travel in: a function call in the
+    model's, a function response in the user's, what its row puts on the assistant side in
+    the model's, anything else in either."""
+    keys = {snake(k) for k in part}
+    if "function_call" in keys:
+        return ["model"]
+    if "function_response" in keys:
+        return ["user"]
+    spec = SPECS["gemini"].get(wire_type("gemini", part))
+    return ["model"] if spec is not None and spec.side == "assistant" else ["user", "model"]
+
+
 def payload_of(generator: str, member: Member) -> Any:
-    """The member as a whole provider payload (one message, or one item)."""
+    """The member as a whole provider payload (one message, or one item; a Gemini part in a
+    content of each role it may travel in)."""
     if FORMATS[generator][0] == "anthropic":
         block = member.payload
         return {"messages": [{"role": anthropic_role(block), "content": [block]}]}
+    if FORMATS[generator][0] == "gemini":
+        part = member.payload
+        contents = [{"role": role, "parts": [part]} for role in gemini_roles(part)]
+        for content in contents:
+            sdk_members.validate_gemini_content(content, dicts=generator == "gemini_part_dicts")
+        return {"contents": contents}
     return [member.payload]
 
 
@@ -180,6 +224,35 @@ def test_the_generated_members_cover_the_types_users_meet() -> None:
     assert {"custom", "function_call", "input_audio", "file"} <= {
         m.wire_type for m in members("chat_message_params")
     }
+
+
+@pytest.mark.parametrize("generator", ["gemini_parts", "gemini_part_dicts"])
+def test_the_gemini_members_reach_every_block_and_every_content_field(generator: str) -> None:
+    """Gemini's generated parts become every block ctxtrim models (text, an inline image, a
+    function call and response, a thought with its signature) and paired provider blocks;
+    and ``Content`` has no field the reader does not know (a new one fails here)."""
+    kinds = set()
+    paired = set()
+    for member in members(generator):
+        for m in from_gemini(payload_of(generator, member)):
+            for b in m.content:
+                kinds.add(type(b).__name__)
+                if type(b) is ProviderBlock and b.spec.pair:
+                    paired.add(b.wire_type)
+                if type(b) is ctxtrim.ReasoningBlock and b.signature:
+                    kinds.add("signed ReasoningBlock")  # a thought with its signature on it
+    assert kinds == {
+        "TextBlock",
+        "ImageBlock",
+        "ToolUseBlock",
+        "ToolResultBlock",
+        "ReasoningBlock",
+        "signed ReasoningBlock",
+        "ProviderBlock",
+    }
+    assert paired == {"executable_code", "code_execution_result", "tool_call", "tool_response"}
+    dicts = generator == "gemini_part_dicts"
+    assert set(sdk_members.gemini_content_fields(dicts)) == {"parts", "role"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -296,10 +369,82 @@ def chat_history(rounds: int) -> list[dict[str, Any]]:
     return out
 
 
+def _renest(part: dict[str, Any], pid: str, keep_id: bool = True) -> dict[str, Any]:
+    """``part`` with the id inside each of its fields set to ``pid`` (or removed)."""
+    out = copy.deepcopy(part)
+    for value in out.values():
+        if isinstance(value, dict) and "id" in value:
+            if keep_id:
+                value["id"] = pid
+            else:
+                del value["id"]
+    return out
+
+
+def gemini_history(rounds: int) -> dict[str, Any]:
+    """Every Gemini part in a conversation: calls answered by responses (with ids, and
+    without: two parallel calls of one function answered in order), code execution and
+    server tools with their results in the same model content."""
+    if sys.version_info < (3, 11):
+        pytest.skip(GENAI_REASON)
+    gen = "gemini_part_dicts"
+    contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "The task."}]}]
+
+    def first(kind: str) -> dict[str, Any]:
+        return next(m.payload for m in members(gen) if list(m.payload) == [kind])
+
+    for r in range(rounds):
+        for k, member in enumerate(members(gen)):
+            pid = f"call_{r}_{k}"
+            part = _renest(member.payload, pid)
+            keys = set(part)
+            spec = SPECS["gemini"].get(wire_type("gemini", part))
+            if "function_call" in keys:
+                answer = {"function_response": {"id": pid, "name": "name_1", "response": {}}}
+                contents += [
+                    {"role": "model", "parts": [part]},
+                    {"role": "user", "parts": [answer]},
+                ]
+            elif "function_response" in keys:
+                call = {"function_call": {"id": pid, "name": "name_1", "args": {}}}
+                contents += [
+                    {"role": "model", "parts": [call]},
+                    {"role": "user", "parts": [part]},
+                ]
+            elif spec is not None and spec.pair == "call":
+                result = _renest(first(spec.partner), pid)
+                contents.append({"role": "model", "parts": [part, result]})
+            elif spec is not None and spec.pair == "result":
+                call = _renest(first(spec.partner), pid)
+                contents.append({"role": "model", "parts": [call, part]})
+            else:
+                contents.append({"role": gemini_roles(part)[-1], "parts": [part]})
+            contents.append({"role": "user", "parts": [{"text": f"Go on ({r}, {k})."}]})
+        # id-less: two calls of one function and one of another, answered in order
+        calls = [
+            {"function_call": {"name": name, "args": {"n": n}}}
+            for n, name in enumerate(("ls", "ls", "pwd"))
+        ]
+        answers = [
+            {"function_response": {"name": name, "response": {"output": f"{r}-{n}"}}}
+            for n, name in enumerate(("ls", "pwd", "ls"))
+        ]
+        code = [
+            _renest(first("executable_code"), "", keep_id=False),
+            _renest(first("code_execution_result"), "", keep_id=False),
+        ]
+        contents += [
+            {"role": "model", "parts": calls + code},
+            {"role": "user", "parts": answers},
+        ]
+    return {"system_instruction": {"parts": [{"text": "You are careful."}]}, "contents": contents}
+
+
 HISTORIES: dict[str, tuple[Callable[[int], Any], Callable[..., Any], Callable[..., Any], str]] = {
     "anthropic": (anthropic_history, from_anthropic, to_anthropic, "anthropic"),
     "responses": (responses_history, from_openai_responses, to_openai_responses, "responses"),
     "openai": (chat_history, from_openai_chat, to_openai_chat, "openai"),
+    "gemini": (gemini_history, from_gemini, to_gemini, "gemini"),
 }
 
 
@@ -389,8 +534,9 @@ def test_the_cli_trims_a_history_of_every_member(fmt: str, tmp_path: Path) -> No
     assert validate(window) == []
     assert len(window) < len(from_x(make(2)))
     # Every entry written is one of the input's, unchanged, in order.
-    entries = make(2)["messages"] if fmt == "anthropic" else make(2)
-    written = trimmed["messages"] if fmt == "anthropic" else trimmed
+    root = {"anthropic": "messages", "gemini": "contents"}.get(fmt)
+    entries = make(2)[root] if root else make(2)
+    written = trimmed[root] if root else trimmed
     at = 0
     for entry in written:
         at = entries.index(entry, at) + 1

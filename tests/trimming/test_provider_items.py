@@ -243,7 +243,7 @@ def test_provider_blocks_are_immutable_and_validated() -> None:
         block.data["input"]["q"] = "y"
     assert block.call_id == "s1" and block.wire_type == "server_tool_use"
     with pytest.raises(InvalidMessage) as e:
-        ProviderBlock("gemini", raw)
+        ProviderBlock("mistral", raw)
     assert e.value.path == "format"
     with pytest.raises(InvalidMessage) as e:
         ProviderBlock("anthropic", {"type": "server_tool_use", "name": "x", "input": {}})

@@ -1,7 +1,8 @@
 """Provider conversion, per message, and the JSON text a tool call is priced on.
 
 - **provider conversion** (``CONVERT``): a 201-message history (a system prompt and 50
-  user-path turns) in each provider format (OpenAI Chat, OpenAI Responses, Anthropic),
+  user-path turns) in each provider format (OpenAI Chat, OpenAI Responses, Anthropic,
+  Gemini),
   both ways: ``from_*`` of the ``json.loads`` of the payload against ``json.loads`` alone;
   ``to_*`` with the renderings each message keeps (the steady state of a server: a
   window's messages were rendered on an earlier turn), ``to_*`` of messages never rendered
@@ -31,9 +32,11 @@ from typing import Any
 from ctxtrim import Message
 from ctxtrim.formats import (
     from_anthropic,
+    from_gemini,
     from_openai_chat,
     from_openai_responses,
     to_anthropic,
+    to_gemini,
     to_openai_chat,
     to_openai_chat_json,
     to_openai_responses,
@@ -59,6 +62,7 @@ def bench_conversion(rows: list[Row], *, repeat: int, smoke: bool) -> None:
         ("OpenAI Chat", to_openai_chat, from_openai_chat),
         ("OpenAI Responses", to_openai_responses, from_openai_responses),
         ("Anthropic", to_anthropic, from_anthropic),
+        ("Gemini", to_gemini, from_gemini),
     ):
         payload = to(messages)
         text = json.dumps(payload)

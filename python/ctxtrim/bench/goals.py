@@ -113,7 +113,7 @@ def _path_goals(table: Table) -> list[Goal]:
                 ours <= theirs,
             )
         )
-    for name in ("OpenAI Chat", "OpenAI Responses", "Anthropic"):
+    for name in ("OpenAI Chat", "OpenAI Responses", "Anthropic", "Gemini"):
         for side, ours_impl, json_impl in (
             ("from", "ctxtrim from_*", "json.loads of the payload"),
             ("to", "ctxtrim to_*, kept renderings", "json.dumps of the payload"),

@@ -9,6 +9,8 @@ format name        provider shape                             converters
                                                               :func:`to_openai_responses`
 ``"anthropic"``    ``{"system": ..., "messages": [...]}``     :func:`from_anthropic` /
                                                               :func:`to_anthropic`
+``"gemini"``       ``{"system_instruction": ...,              :func:`from_gemini` /
+                   "contents": [...]}``                       :func:`to_gemini`
 ``"ctxtrim"``      ``[Message.to_dict(), ...]``               ``Message.from_dict`` / ``to_dict``
 =================  =========================================  ===============================
 
@@ -43,6 +45,7 @@ from ctxtrim.messages import Message
 from ._common import RAW_ARGUMENTS
 from ._kept import check_nothing_vanished
 from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
+from .gemini import from_gemini, to_gemini, to_gemini_json
 from .openai_chat import from_openai_chat, to_openai_chat, to_openai_chat_json
 from .openai_responses import (
     from_openai_responses,
@@ -59,6 +62,7 @@ __all__ = [
     "dump",
     "from_anthropic",
     "from_ctxtrim",
+    "from_gemini",
     "from_openai_chat",
     "from_openai_responses",
     "load",
@@ -66,6 +70,8 @@ __all__ = [
     "to_anthropic",
     "to_anthropic_json",
     "to_ctxtrim",
+    "to_gemini",
+    "to_gemini_json",
     "to_openai_chat",
     "to_openai_chat_json",
     "to_openai_responses",
@@ -73,7 +79,7 @@ __all__ = [
 ]
 
 #: The format names :func:`load` and :func:`dump` accept (besides ``"auto"`` for ``load``).
-FORMATS = ("openai", "responses", "anthropic", "ctxtrim")
+FORMATS = ("openai", "responses", "anthropic", "gemini", "ctxtrim")
 _ALIASES = {"openai_chat": "openai", "chat": "openai", "openai_responses": "responses"}
 
 
@@ -112,12 +118,14 @@ _FROM: dict[str, Callable[[Any], list[Message]]] = {
     "openai": from_openai_chat,
     "responses": from_openai_responses,
     "anthropic": from_anthropic,
+    "gemini": from_gemini,
     "ctxtrim": from_ctxtrim,
 }
 _TO = {
     "openai": to_openai_chat,
     "responses": to_openai_responses,
     "anthropic": to_anthropic,
+    "gemini": to_gemini,
     "ctxtrim": to_ctxtrim,
 }
 
@@ -183,10 +191,11 @@ _ANTHROPIC_PARTS = frozenset({"thinking", "redacted_thinking"})
 
 
 def detect(data: Any) -> str:
-    """Guess the format of a parsed payload: ``"openai"``, ``"responses"``, ``"anthropic"``
-    or ``"ctxtrim"``. Raises :class:`FormatError` when nothing fits.
+    """Guess the format of a parsed payload: ``"openai"``, ``"responses"``, ``"anthropic"``,
+    ``"gemini"`` or ``"ctxtrim"``. Raises :class:`FormatError` when nothing fits.
 
-    Rules, first match wins: Responses item types (``function_call``, ``reasoning``...) or
+    Rules, first match wins: a ``{"contents": [...]}`` body, or contents with ``parts`` (or
+    the ``model`` role) → gemini; Responses item types (``function_call``, ``reasoning``...) or
     parts (``input_text``...) → responses; ``tool_calls``, a ``tool``/``developer`` role or
     ``image_url`` parts → openai; a top-level ``{"system", "messages"}``, ``thinking`` blocks
     or base64 ``source`` images → anthropic; ctxtrim's own keys (``turn``, ``usage``,
@@ -195,12 +204,14 @@ def detect(data: Any) -> str:
     ``{"role", "content"}`` messages → openai.
     """
     if isinstance(data, dict):
+        if "contents" in data and "messages" not in data:
+            return "gemini"
         if "input" in data and "messages" not in data:
             return "responses"
         if "messages" not in data:
             raise FormatError(
                 "cannot detect the format: expected a list of messages or an "
-                "object with 'messages' (or 'input')"
+                "object with 'messages' (or 'input', or 'contents')"
             )
         if "system" in data:
             return "anthropic"
@@ -215,6 +226,8 @@ def detect(data: Any) -> str:
             continue
         if item.get("type") in _RESPONSES_ITEMS:
             seen.add("responses")
+        if "parts" in item or item.get("role") == "model":
+            seen.add("gemini")
         role = item.get("role")
         if role in ("tool", "developer", "function") or "tool_calls" in item:
             seen.add("openai")
@@ -239,7 +252,7 @@ def detect(data: Any) -> str:
                 seen.add("ctxtrim")
             elif kind in ("tool_use", "tool_result"):
                 seen.add("blocks")
-    for name in ("responses", "openai", "anthropic", "ctxtrim"):
+    for name in ("gemini", "responses", "openai", "anthropic", "ctxtrim"):
         if name in seen:
             return name
     if "blocks" in seen:
@@ -268,5 +281,6 @@ def load(data: Any, format: str = "auto", *, raw_arguments: bool = False) -> lis
 
 
 def dump(messages: Sequence[Message], format: str) -> Any:
-    """Messages → the JSON-ready payload of ``format`` (a list; a dict for ``"anthropic"``)."""
+    """Messages → the JSON-ready payload of ``format`` (a list; a dict for ``"anthropic"``
+    and ``"gemini"``)."""
     return _TO[_name(format, auto=False)](messages)

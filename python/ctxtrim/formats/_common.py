@@ -378,6 +378,7 @@ FORMAT_NAMES = {
     "anthropic": "Anthropic",
     "openai_chat": "OpenAI Chat Completions",
     "openai_responses": "OpenAI Responses",
+    "gemini": "Gemini",
 }
 
 
@@ -394,6 +395,12 @@ def image_url_of(block: ProviderBlock) -> str | None:
         url = image.get("url") if isinstance(image, dict) else None
     elif block.format == "openai_responses" and data.get("type") == "input_image":
         url = data.get("image_url") if "file_id" not in data or data["file_id"] is None else None
+    elif block.format == "gemini":
+        file = data.get("file_data", data.get("fileData"))
+        if isinstance(file, dict) and str(file.get("mime_type", file.get("mimeType"))).startswith(
+            "image/"
+        ):
+            url = file.get("file_uri", file.get("fileUri"))
     if isinstance(url, str) and url.startswith(("http://", "https://")):
         return url
     return None
