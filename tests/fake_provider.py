@@ -14,6 +14,9 @@ positive token limit; an invalid request gets the provider's 400 error shape), r
 response shape: a completion (:meth:`FakeProvider.reply`), an HTTP error in the provider's
 error shape (:meth:`FakeProvider.fail`: 429, 500, 529...) or a stall longer than the
 client's timeout (:meth:`FakeProvider.stall`). With nothing scripted it answers "summary".
+With :attr:`FakeProvider.context_window` set, a completion request whose prompt
+(:func:`fake_count`) is over it gets the provider's real context-overflow error: OpenAI's 400
+with code ``context_length_exceeded``, Anthropic's 400 ``prompt is too long``.
 
 Stdlib only (``http.server`` in a thread); each request is served on its own thread, so a
 stalled request does not block the next one, and :meth:`close` releases stalled ones.
@@ -81,6 +84,7 @@ class _State:
     requests: list[Recorded] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     closing: threading.Event = field(default_factory=threading.Event)
+    context_window: int | None = None
 
 
 def _openai_problem(body: dict[str, Any]) -> str | None:
@@ -185,11 +189,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             state.requests.append(Recorded(self.path, dict(self.headers.items()), body))
-            step = state.script.pop(0) if state.script else _Script("reply", "summary")
+            scripted = bool(state.script)
+            step = state.script.pop(0) if scripted else _Script("reply", "summary")
         problem = _openai_problem(body) if openai else _anthropic_problem(body, counting=counting)
         if problem is not None:
             self._error(400, problem, openai)
             return
+        window = state.context_window
+        if window is not None and not counting and step.kind == "reply":
+            prompt = fake_count(body)
+            if prompt > window:  # refused before it is served: a scripted reply waits
+                if scripted:
+                    with state.lock:
+                        state.script.insert(0, step)
+                self._overflow(prompt, window, openai)
+                return
         if step.kind == "stall":
             state.closing.wait(step.seconds)
             try:  # the client has usually given up by now; a broken pipe is expected
@@ -243,6 +257,32 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             )
 
+    def _overflow(self, prompt: int, window: int, openai: bool) -> None:
+        """The providers' context-overflow answers, body for body."""
+        if openai:
+            message = (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {prompt} tokens. Please reduce the length of the "
+                "messages."
+            )
+            error = {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+            self._send(400, {"error": error})
+        else:
+            message = f"prompt is too long: {prompt} tokens > {window} maximum"
+            self._send(
+                400,
+                {
+                    "type": "error",
+                    "error": {"type": "invalid_request_error", "message": message},
+                    "request_id": "req_fake",
+                },
+            )
+
     def _error(self, status: int, message: str, openai: bool) -> None:
         kinds = {400: "invalid_request_error", 429: "rate_limit_error", 529: "overloaded_error"}
         kind = kinds.get(status, "api_error")
@@ -284,6 +324,15 @@ class FakeProvider:
     def requests(self) -> list[Recorded]:
         with self._server.state.lock:
             return list(self._server.state.requests)
+
+    @property
+    def context_window(self) -> int | None:
+        """Prompts over this many tokens (:func:`fake_count`) get the overflow error."""
+        return self._server.state.context_window
+
+    @context_window.setter
+    def context_window(self, tokens: int | None) -> None:
+        self._server.state.context_window = tokens
 
     def reply(self, text: str) -> None:
         """The next request gets a completion with ``text``."""

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         CompletionTransport,
         compact_context,
     )
+    from ctxtrim.overflow import is_context_overflow, retry_on_overflow
     from ctxtrim.stores import SQLiteContextStore
 
 # Imported on first use: compaction brings asyncio, the SQLite store sqlite3 and a thread
@@ -88,6 +89,8 @@ _LAZY = {
     "CompletionTransport": "ctxtrim.compaction",
     "compact_context": "ctxtrim.compaction",
     "SQLiteContextStore": "ctxtrim.stores",
+    "is_context_overflow": "ctxtrim.overflow",
+    "retry_on_overflow": "ctxtrim.overflow",
 }
 
 
@@ -163,8 +166,10 @@ __all__ = [
     "decode_messages",
     "encode_messages",
     "estimate_tokens",
+    "is_context_overflow",
     "price_table",
     "repair",
+    "retry_on_overflow",
     "tool_tokens",
     "validate",
 ]

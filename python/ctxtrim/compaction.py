@@ -30,8 +30,9 @@ Compaction replaces the old part of a history by one summary message. Invariants
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -258,7 +259,12 @@ async def compact_context(
 
 
 EventKind = Literal["compacted", "failed", "stale", "skipped"]
-Trigger = Literal["reported", "estimate", "manual"]
+Trigger = Literal["reported", "estimate", "manual", "overflow"]
+#: ``AutoCompactStore(after_compaction=...)``: given the compacted history about to be
+#: written, the messages to put right after the summary (or None).
+AfterCompaction = Callable[
+    [list[Message]], "Sequence[Message] | Awaitable[Sequence[Message] | None] | None"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +278,9 @@ class CompactionEvent:
     summarise, or a compaction was already running). ``reason`` says why in words.
     ``messages_*`` and ``tokens_*`` (context tokens) are read before the attempt and after
     it; after a ``compacted`` or ``stale`` attempt they include messages appended
-    meanwhile, after a ``failed`` or ``skipped`` one they are the snapshot's.
+    meanwhile, after a ``failed`` or ``skipped`` one they are the snapshot's. ``injected``
+    counts the messages ``after_compaction`` put after the summary. ``trigger`` is
+    ``"overflow"`` for a compaction :func:`ctxtrim.overflow.retry_on_overflow` asked for.
     """
 
     kind: EventKind
@@ -286,6 +294,34 @@ class CompactionEvent:
     summarised: int = 0
     attempts: int = 0
     error: CompactionError | None = None
+    injected: int = 0
+
+
+def _injected(value: object) -> list[Message]:
+    """The messages an ``after_compaction`` hook returned, checked to be pair-complete."""
+    from ctxtrim.validate import validate
+
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes, Message)) or not isinstance(value, Sequence):
+        raise CompactionError(
+            f"after_compaction must return a list of Messages or None, got {type(value).__name__}",
+            kind="hook_error",
+        )
+    out = list(value)
+    for i, m in enumerate(out):
+        if not isinstance(m, Message):
+            raise CompactionError(
+                f"after_compaction returned a {type(m).__name__} at [{i}], not a Message",
+                kind="hook_error",
+            )
+    broken = [v for v in validate(out) if v.kind != "non_user_first_turn"]
+    if broken:
+        raise CompactionError(
+            f"after_compaction returned messages that are not pair-complete: {broken[0]}",
+            kind="hook_error",
+        )
+    return out
 
 
 class AutoCompactStore(ContextStore):
@@ -307,6 +343,15 @@ class AutoCompactStore(ContextStore):
     automatic attempt that did not compact, the next one waits until the context has grown
     by a tenth of ``trigger_tokens`` (a rate-limited provider is not called on every
     append); :meth:`compact` always tries.
+
+    ``after_compaction(history)`` re-injects what a summary must not lose (the plan, the
+    files last read): it is called with the compacted history about to be written
+    (``[*system, task, summary, *recent]``) and returns messages to insert right after the
+    summary, or None. They are written in the same atomic ``replace_prefix`` as the summary,
+    so no reader sees the history without them; they must be pair-complete (every tool call
+    with its result), and the event counts them (``injected``). A hook that raises, or
+    returns anything else, fails the compaction (``kind="hook_error"``): the history is left
+    as it was rather than written without the state the hook keeps.
     """
 
     def __init__(
@@ -321,6 +366,7 @@ class AutoCompactStore(ContextStore):
         timeout: float | None = 60.0,
         system_prompt: str | None = None,
         max_summary_tokens: int = 1024,
+        after_compaction: AfterCompaction | None = None,
     ) -> None:
         if not isinstance(store, ContextStore):
             raise CompactionSettingsError(
@@ -344,6 +390,11 @@ class AutoCompactStore(ContextStore):
             raise CompactionSettingsError(f"threshold must be in (0, 1], got {threshold!r}")
         if on_event is not None and not callable(on_event):
             raise CompactionSettingsError(f"on_event must be callable, got {on_event!r}")
+        if after_compaction is not None and not callable(after_compaction):
+            raise CompactionSettingsError(
+                f"after_compaction must be callable, got {after_compaction!r}"
+            )
+        self.after_compaction = after_compaction
         _check_int("max_summary_tokens", max_summary_tokens, 1)
         self._store = store
         self.transport = transport
@@ -456,7 +507,20 @@ class AutoCompactStore(ContextStore):
             timeout=self.timeout,
             system_prompt=self.system_prompt,
             max_summary_tokens=self.max_summary_tokens,
+            after_compaction=self.after_compaction,
         )
+
+    async def retry_on_overflow(
+        self,
+        call: Callable[[list[Message]], Any],
+        *,
+        strategy: Any = None,
+    ) -> Any:
+        """``await ctxtrim.overflow.retry_on_overflow(call, store=self, strategy=strategy)``:
+        call with the history; on a context-overflow refusal compact and call once more."""
+        from ctxtrim.overflow import retry_on_overflow
+
+        return await retry_on_overflow(call, store=self, strategy=strategy)
 
     async def set_context_tokens(self, input_tokens: int, output_tokens: int) -> None:
         await self._store.set_context_tokens(input_tokens, output_tokens)
@@ -547,6 +611,8 @@ class AutoCompactStore(ContextStore):
                     timeout=self.timeout,
                 )
                 new = [*plan.head, _summary_message(text, plan.summarised)]
+                injected = await self._inject(new, snap.messages[plan.upto :])
+                new += injected
             except CompactionError as err:
                 return self._emit(
                     "failed",
@@ -596,8 +662,22 @@ class AutoCompactStore(ContextStore):
                 self._context,
                 summarised=plan.summarised,
                 attempts=attempt,
+                injected=len(injected),
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _inject(self, new: list[Message], recent: Sequence[Message]) -> list[Message]:
+        """What ``after_compaction`` puts after the summary (checked), or []."""
+        hook = self.after_compaction
+        if hook is None:
+            return []
+        try:
+            value = hook([*new, *recent])
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as err:
+            raise CompactionError(f"after_compaction failed: {err!r}", kind="hook_error") from err
+        return _injected(value)
 
     def _emit(
         self,
@@ -612,6 +692,7 @@ class AutoCompactStore(ContextStore):
         summarised: int = 0,
         attempts: int = 0,
         error: CompactionError | None = None,
+        injected: int = 0,
     ) -> CompactionEvent:
         event = CompactionEvent(
             kind=kind,
@@ -625,6 +706,7 @@ class AutoCompactStore(ContextStore):
             summarised=summarised,
             attempts=attempts,
             error=error,
+            injected=injected,
         )
         level = logging.INFO if kind in ("compacted", "skipped") else logging.WARNING
         logger.log(level, "session %s: compaction %s: %s", self.session_id, kind, reason)

@@ -143,9 +143,11 @@ class CompactionError(CtxtrimError):
 
     ``kind`` says why, for callers that retry on some causes only: ``"timeout"``,
     ``"rate_limit"``, ``"server_error"``, ``"connection"``, ``"api_error"`` (any other
-    refusal, e.g. a 400), ``"empty_summary"`` or ``"transport_error"`` (the transport raised
-    something else). ``status_code`` is the HTTP status when there was one. The original
-    exception is chained as ``__cause__``.
+    refusal, e.g. a 400), ``"empty_summary"``, ``"transport_error"`` (the transport raised
+    something else) or ``"hook_error"`` (``AutoCompactStore``'s ``after_compaction`` raised
+    or returned something that is not a pair-complete list of messages). ``status_code``
+    is the HTTP status when there was one. The original exception is chained as
+    ``__cause__``.
     """
 
     def __init__(
