@@ -63,6 +63,8 @@ from ctxtrim.blocks import pair_sides
 
 EXAMPLES = int(os.environ.get("CTXTRIM_ORACLE_EXAMPLES", "1200"))
 SLOW = os.environ.get("CTXTRIM_SLOW") == "1"
+#: pytest-timeout's 5 minutes fit the default run; a larger one gets a second per example.
+LONG = pytest.mark.timeout(max(300, 20 * EXAMPLES if SLOW else EXAMPLES))
 
 
 def _settings(examples: int) -> settings:
@@ -493,11 +495,12 @@ def _count_test(examples: int) -> Callable[..., None]:
     return check
 
 
-test_fit_context_window_keeps_the_longest_valid_window_within_budget = _budget_test(EXAMPLES)
-test_count_strategies_keep_at_most_their_count_unless_pairs_force_more = _count_test(EXAMPLES)
+test_fit_context_window_keeps_the_longest_valid_window_within_budget = LONG(_budget_test(EXAMPLES))
+test_count_strategies_keep_at_most_their_count_unless_pairs_force_more = LONG(_count_test(EXAMPLES))
 
 
 @pytest.mark.slow
+@LONG
 @pytest.mark.skipif(not SLOW, reason="the nightly-size oracle run: set CTXTRIM_SLOW=1")
 def test_every_cut_strategy_keeps_the_best_valid_window_nightly() -> None:
     _budget_test(EXAMPLES * 20)()
@@ -540,6 +543,7 @@ def _check_clean(history: list[Message]) -> None:
         assert strategy.apply(store) == out
 
 
+@LONG
 @_settings(max(1, EXAMPLES // 2))
 @given(histories())
 def test_a_clean_history_always_trims_to_a_clean_one(history: list[Message]) -> None:
@@ -547,6 +551,7 @@ def test_a_clean_history_always_trims_to_a_clean_one(history: list[Message]) -> 
 
 
 @pytest.mark.slow
+@LONG
 @pytest.mark.skipif(not SLOW, reason="the nightly-size oracle run: set CTXTRIM_SLOW=1")
 def test_a_clean_history_always_trims_to_a_clean_one_nightly() -> None:
     @_settings(EXAMPLES * 10)
