@@ -215,7 +215,8 @@ def test_agentflow_message_context_manager(
 
     conv = _to_agentflow(history)
     state = AgentState(context=list(conv.items))
-    theirs = Original(max_messages, remove_tool_msgs).trim_context(state).context
+    original: Any = Original(max_messages, remove_tool_msgs)  # generic in its state type
+    theirs: list[Any] = original.trim_context(state).context
     state = AgentState(context=list(conv.items))
     ours = DropIn(max_messages, remove_tool_msgs).trim_context(state).context
     assert ours is state.context
