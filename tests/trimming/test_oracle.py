@@ -57,6 +57,7 @@ from ctxtrim import (
     TrimRounds,
     TruncateToolOutputs,
     _core,
+    repair,
     validate,
 )
 from ctxtrim.blocks import pair_sides
@@ -533,8 +534,10 @@ def _every_strategy(history: list[Message]) -> list[ContextStrategy]:
 
 
 def _check_clean(history: list[Message]) -> None:
-    if validate(history):
-        return
+    # Most random histories end on a pending call (or open with an assistant): ``repair``
+    # makes each a clean one (the calls answered, a user turn first), so every example counts.
+    history = repair(history)
+    assert validate(history) == []
     for strategy in _every_strategy(history):
         out = strategy(history)
         assert validate(out) == [], f"{strategy!r}\n{_show(history)}\n{validate(out)}"
@@ -544,7 +547,7 @@ def _check_clean(history: list[Message]) -> None:
 
 
 @LONG
-@_settings(max(1, EXAMPLES // 2))
+@_settings(max(1, EXAMPLES // 4))
 @given(histories())
 def test_a_clean_history_always_trims_to_a_clean_one(history: list[Message]) -> None:
     _check_clean(history)
@@ -554,7 +557,7 @@ def test_a_clean_history_always_trims_to_a_clean_one(history: list[Message]) -> 
 @LONG
 @pytest.mark.skipif(not SLOW, reason="the nightly-size oracle run: set CTXTRIM_SLOW=1")
 def test_a_clean_history_always_trims_to_a_clean_one_nightly() -> None:
-    @_settings(EXAMPLES * 10)
+    @_settings(EXAMPLES * 5)
     @given(histories())
     def check(history: list[Message]) -> None:
         _check_clean(history)
@@ -563,7 +566,7 @@ def test_a_clean_history_always_trims_to_a_clean_one_nightly() -> None:
 
 
 @_settings(5)
-@given(history=histories().filter(lambda h: len(h) >= 4 and not validate(h)))
+@given(history=histories().map(repair).filter(lambda h: len(h) >= 4))
 def test_the_command_line_trims_a_clean_history_to_a_clean_one(
     history: list[Message], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
