@@ -44,6 +44,7 @@ from ctxtrim import (
     ContextStrategy,
     FitContextWindow,
     HeadAndTail,
+    InvalidMessage,
     KeepLastMessages,
     KeepLastTurns,
     MemoryContextStore,
@@ -698,3 +699,40 @@ def test_a_window_moved_to_a_compaction_still_opens_on_a_user_turn() -> None:
     budget = sum(_core.message_tokens(m) for m in history[2:])
     out = FitContextWindow(budget, pin_task=False)(history)
     assert out == history[2:] and validate(out) == []
+
+
+@_settings(max(1, EXAMPLES // 6))
+@given(histories())
+def test_a_clean_provider_payload_trims_to_a_clean_one(history: list[Message]) -> None:
+    """The same property on what an agent holds as provider JSON (an Anthropic request body,
+    Responses input items): every cut strategy takes it and gives the same format back."""
+    from ctxtrim.formats import (
+        from_anthropic,
+        from_openai_responses,
+        to_anthropic,
+        to_openai_responses,
+    )
+
+    history = repair(history)
+    total = sum(_core.message_tokens(m) for m in history)
+    strategies: list[ContextStrategy] = [
+        FitContextWindow(max(1, total // 2)),
+        FitContextWindow(max(1, total // 3), pin_task=False),
+        KeepLastMessages(2),
+        KeepLastTurns(1, pin_task=False),
+        TrimRounds(2),
+    ]
+    # The format is named: `{"messages": [...]}` without a system prompt is also a Chat body,
+    # and detection reads it as one.
+    formats = (
+        ("anthropic", to_anthropic, from_anthropic),
+        ("responses", to_openai_responses, from_openai_responses),
+    )
+    for name, write, read in formats:
+        try:
+            payload = write(history)
+        except InvalidMessage:
+            continue  # a block the format cannot carry (another provider's, a system note)
+        for strategy in strategies:
+            out = read(strategy(payload, format=name))
+            assert validate(out) == [], f"{strategy!r} {name}\n{_show(history)}"
