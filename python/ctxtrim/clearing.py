@@ -35,6 +35,7 @@ from ctxtrim.strategies import (
     _Outcome,
     _unchanged,
 )
+from ctxtrim.triggers import Trigger, TriggerSpec
 
 __all__ = [
     "TRUNCATION_MARKER",
@@ -46,6 +47,34 @@ __all__ = [
 
 #: What :class:`TruncateToolOutputs` appends to a clipped tool result (agentix's marker).
 TRUNCATION_MARKER = "...[truncated]"
+
+
+def _parse_trigger(
+    trigger: TriggerSpec, model: str | None, context_window: int | None
+) -> int | Trigger:
+    """An int (tokens: act when the history is over it) or a parsed trigger spec
+    (:mod:`ctxtrim.triggers`: tokens, messages, turns, fraction of the window; any/all)."""
+    if isinstance(trigger, int) and not isinstance(trigger, bool):
+        return _check_int("trigger", trigger, 0)
+    if context_window is not None:
+        window: int | None = _check_int("context_window", context_window, 1)
+    elif model is not None:
+        from ctxtrim import models
+
+        window = models.context_window(model)
+    else:
+        window = None
+    return Trigger.parse(trigger, window=window, error=InvalidStrategy)
+
+
+def _fired(trigger: int | Trigger, inp: _Input) -> bool:
+    if isinstance(trigger, int):
+        return inp.log.total_tokens > trigger
+    return trigger.fired(
+        tokens=inp.log.total_tokens,
+        messages=inp.n,
+        turns=inp.log.turn_count if trigger.needs_turns else 0,
+    )
 
 
 class TruncateToolOutputs(ContextStrategy):
@@ -135,7 +164,10 @@ class ClearToolResults(ContextStrategy):
     """Replace old tool results by their ``compact_summary`` or ``placeholder`` (Anthropic
     context editing, LangChain ``ClearToolUsesEdit``, agent-air).
 
-    Acts only when the history is over ``trigger`` tokens. Then every tool result is
+    Acts only when the history is over ``trigger`` tokens, or, given a trigger spec
+    (:mod:`ctxtrim.triggers`), when it fires: ``{"fraction": 0.8}`` with ``model=`` (looked
+    up in :mod:`ctxtrim.models`) or ``context_window=``, ``{"messages": 200}``,
+    ``[("tokens", 100_000), {"turns": 20}]``... Then every tool result is
     cleared, oldest first, except the results of the last ``keep`` answered tool calls and
     of tools named in ``exclude_tools``; with ``clear_tool_inputs`` the cleared calls'
     inputs become ``{}`` too. If that frees fewer than ``clear_at_least`` tokens, nothing is
@@ -145,15 +177,18 @@ class ClearToolResults(ContextStrategy):
 
     def __init__(
         self,
-        trigger: int,
+        trigger: TriggerSpec,
         *,
         keep: int = 3,
         clear_at_least: int = 0,
         exclude_tools: Sequence[str] = (),
         placeholder: str = "[tool result cleared]",
         clear_tool_inputs: bool = False,
+        model: str | None = None,
+        context_window: int | None = None,
     ) -> None:
-        self.trigger = _check_int("trigger", trigger, 0)
+        self._trigger = _parse_trigger(trigger, model, context_window)
+        self.trigger = trigger
         self.keep = _check_int("keep", keep, 0)
         self.clear_at_least = _check_int("clear_at_least", clear_at_least, 0)
         if isinstance(exclude_tools, str) or not all(isinstance(t, str) for t in exclude_tools):
@@ -168,7 +203,7 @@ class ClearToolResults(ContextStrategy):
         return f"ClearToolResults({self.trigger}, keep={self.keep})"
 
     def _run(self, inp: _Input) -> _Outcome:
-        if inp.log.total_tokens <= self.trigger:
+        if not _fired(self._trigger, inp):
             return _unchanged(inp)
         # A copy: the pairs found below index into it, so another thread editing the
         # caller's list meanwhile cannot move a block out from under them.
@@ -328,7 +363,8 @@ class ClearThinking(ContextStrategy):
     message is kept, whatever ``keep`` says (``keep=0`` clears all the rest). Such messages
     count towards ``keep``. A final answer closes the loop, and with it the protection.
 
-    Acts only when the history is over ``trigger`` tokens (0: always). A message whose only
+    Acts only when the history is over ``trigger`` tokens (0: always), or when a trigger
+    spec fires (as :class:`ClearToolResults` takes it). A message whose only
     content was reasoning gets ``placeholder`` as its text, so no message is left empty; no
     message is removed and no tool id changes, so it is pair-safe. A second run finds at
     most ``keep`` (plus the protected) messages with reasoning and changes nothing; with
@@ -337,10 +373,17 @@ class ClearThinking(ContextStrategy):
     """
 
     def __init__(
-        self, keep: int = 1, *, trigger: int = 0, placeholder: str = "[thinking cleared]"
+        self,
+        keep: int = 1,
+        *,
+        trigger: TriggerSpec = 0,
+        placeholder: str = "[thinking cleared]",
+        model: str | None = None,
+        context_window: int | None = None,
     ) -> None:
         self.keep = _check_int("keep", keep, 0)
-        self.trigger = _check_int("trigger", trigger, 0)
+        self._trigger = _parse_trigger(trigger, model, context_window)
+        self.trigger = trigger
         if not isinstance(placeholder, str) or not placeholder:
             raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
         self.placeholder = placeholder
@@ -384,13 +427,13 @@ class ClearThinking(ContextStrategy):
 
     def _apply_fast(self, source: Source) -> list[Message] | None:
         # A plain list with no trigger is scanned as it is: no log is built.
-        if type(source) is list and not self.trigger:
+        if type(source) is list and self._trigger == 0:
             edits = self._edits(source)
             return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
         return None
 
     def _run(self, inp: _Input) -> _Outcome:
-        if self.trigger and inp.log.total_tokens <= self.trigger:
+        if self._trigger != 0 and not _fired(self._trigger, inp):
             return _unchanged(inp)
         messages = inp.messages
         edits = self._edits(messages)

@@ -47,6 +47,8 @@ from ctxtrim.errors import (
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.transports._render import DEFAULT_SYSTEM_PROMPT, SUMMARY_HEADER, is_summary
+from ctxtrim.triggers import Trigger as _TriggerSpec
+from ctxtrim.triggers import TriggerSpec
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -352,6 +354,11 @@ class AutoCompactStore(ContextStore):
     with its result), and the event counts them (``injected``). A hook that raises, or
     returns anything else, fails the compaction (``kind="hook_error"``): the history is left
     as it was rather than written without the state the hook keeps.
+
+    ``trigger`` replaces ``threshold`` with a trigger spec (:mod:`ctxtrim.triggers`):
+    tokens, messages, user turns or a fraction of ``max_tokens``, combined with any (a
+    list) or all (a dict): ``trigger={"fraction": 0.8}``, ``trigger=[("tokens", 150_000),
+    {"messages": 400}]``. Counting messages or turns reads the store's cached log.
     """
 
     def __init__(
@@ -367,6 +374,7 @@ class AutoCompactStore(ContextStore):
         system_prompt: str | None = None,
         max_summary_tokens: int = 1024,
         after_compaction: AfterCompaction | None = None,
+        trigger: TriggerSpec | None = None,
     ) -> None:
         if not isinstance(store, ContextStore):
             raise CompactionSettingsError(
@@ -406,8 +414,17 @@ class AutoCompactStore(ContextStore):
         self.system_prompt = system_prompt
         self.max_summary_tokens = max_summary_tokens
         window = max_tokens or getattr(transport, "context_window", None) or DEFAULT_CONTEXT_WINDOW
-        #: Compaction starts when the context reaches this many tokens.
+        self.trigger = trigger
+        self._trigger = (
+            None
+            if trigger is None
+            else _TriggerSpec.parse(trigger, window=window, error=CompactionSettingsError)
+        )
+        #: Compaction starts when the context reaches this many tokens (with a ``trigger``
+        #: spec: its smallest token threshold, else ``threshold`` of the window).
         self.trigger_tokens = max(1, int(window * self.threshold))
+        if self._trigger is not None and self._trigger.min_tokens is not None:
+            self.trigger_tokens = max(1, self._trigger.min_tokens)
         #: The summary's budget: ``max_summary_tokens``, but at most a fifth of the trigger
         #: (and at least 64), so a compacted history lands well under the trigger instead of
         #: re-triggering.
@@ -508,6 +525,7 @@ class AutoCompactStore(ContextStore):
             system_prompt=self.system_prompt,
             max_summary_tokens=self.max_summary_tokens,
             after_compaction=self.after_compaction,
+            trigger=self.trigger,
         )
 
     async def retry_on_overflow(
@@ -561,7 +579,10 @@ class AutoCompactStore(ContextStore):
         if self._running:
             return
         tokens = await self.context_tokens()
-        if tokens < max(self.trigger_tokens, self._hold_until or 0):
+        if self._trigger is None:
+            if tokens < max(self.trigger_tokens, self._hold_until or 0):
+                return
+        elif not await self._spec_fired(tokens):
             return
         event = await self.compact(trigger=trigger)
         if event.kind != "compacted" or event.tokens_after >= self.trigger_tokens:
@@ -569,6 +590,18 @@ class AutoCompactStore(ContextStore):
             # compacting again at once would only re-summarise the summary.
             after = max(tokens, event.tokens_after)
             self._hold_until = after + max(1, self.trigger_tokens // 10)
+
+    async def _spec_fired(self, tokens: int) -> bool:
+        """Whether the ``trigger`` spec fires at ``tokens`` (and the hold has passed)."""
+        spec = self._trigger
+        assert spec is not None
+        if self._hold_until is not None and tokens < self._hold_until:
+            return False
+        messages = turns = 0
+        if spec.needs_messages or spec.needs_turns:
+            log = await self._store.load_log()
+            messages, turns = len(log), log.turn_count
+        return spec.fired(tokens=tokens, messages=messages, turns=turns)
 
     async def compact(self, *, trigger: Trigger = "manual") -> CompactionEvent:
         """Compact now, whatever the context size; returns (and emits) what happened."""
