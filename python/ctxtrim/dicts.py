@@ -30,7 +30,6 @@ import itertools
 import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ctxtrim import formats as _formats
 from ctxtrim.errors import FormatError, InvalidMessage
 from ctxtrim.messages import Message
 
@@ -81,6 +80,8 @@ class Payload:
                 "expected a list of provider messages or a request body with 'messages' "
                 f"(or 'input'); got a dict with keys {', '.join(map(repr, list(data)[:5]))}"
             )
+        from ctxtrim import formats as _formats  # on first use: `import ctxtrim` stays light
+
         self.data = data
         self.format = (
             _formats.detect(data) if format == "auto" else _formats._name(format, auto=False)
@@ -93,7 +94,9 @@ class Payload:
         ``messages`` is what was read."""
         if messages is self.messages:
             return self.data
-        written = _formats.dump(messages, self.format)
+        from ctxtrim.formats import dump
+
+        written = dump(messages, self.format)
         if self.format in _SYSTEM_KEYS:
             list_key = _LIST_KEY[self.format]
             ours = (*_SYSTEM_KEYS[self.format], list_key)
@@ -128,7 +131,9 @@ class Payload:
         return self._spans
 
     def _entries(self, message: Message) -> int:
-        written = _formats.dump([message], self.format)
+        from ctxtrim.formats import dump
+
+        written = dump([message], self.format)
         if self.format in _SYSTEM_KEYS:
             return len(written[_LIST_KEY[self.format]])
         return len(written)

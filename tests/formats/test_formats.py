@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtrim import (
+    FitContextWindow,
     ImageBlock,
     InvalidMessage,
     Message,
@@ -1046,6 +1047,7 @@ def test_the_fast_chat_renderer_renders_what_the_general_renderer_renders(
     fast = _chat_json(ms)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(openai_chat, "_render_fast", lambda message: None)
+        m.setattr(openai_chat._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _chat_json(ms)
     assert fast == general
 
@@ -1071,6 +1073,7 @@ def test_the_fast_anthropic_renderer_renders_what_the_general_renderer_renders(
     fast = _anthropic_json(ms)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(anthropic, "_render_fast", lambda message: None)
+        m.setattr(anthropic._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _anthropic_json(ms)
     assert fast == general
 
@@ -1217,6 +1220,7 @@ def test_the_fast_responses_renderer_renders_what_the_general_renderer_renders(
     fast = _responses_json(ms)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(openai_responses, "render_common", lambda message: None)
+        m.setattr(openai_responses._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _responses_json(ms)
     assert fast == general
 
@@ -1295,5 +1299,49 @@ def test_tool_arguments_are_written_as_the_general_renderers_write_them(
         fast = to_json(ms)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(module, name, lambda message: None)
+            m.setattr(module._RENDERINGS, "_fast", lambda message: None)  # the core's too
             general = to_json(ms)
         assert fast == general
+
+
+def test_an_unknown_responses_item_after_a_directive_stays_an_item() -> None:
+    # Found by test_corrupted_payloads_raise_invalid_message_or_convert: an item type no row
+    # names, right after a developer message, joins the system message; it was written back
+    # as a content part of that message (and read back differently).
+    payload = [
+        {"role": "developer", "content": "Be terse."},
+        {"type": "0", "role": "user", "content": [{"type": "input_text", "text": "Fix"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok"}],
+        },
+    ]
+    messages = formats.from_openai_responses(copy.deepcopy(payload))
+    assert formats.to_openai_responses(messages) == payload
+    assert formats.from_openai_responses(formats.to_openai_responses(messages)) == messages
+    as_part = [{"role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "0x"}]}]
+    assert formats.to_openai_responses(formats.from_openai_responses(as_part)) == as_part
+
+
+@pytest.mark.parametrize("block", ["server_tool_use", "document"])
+def test_an_anthropic_body_without_system_is_detected_by_its_blocks(block: str) -> None:
+    parts = {
+        "server_tool_use": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+        ],
+        "document": [
+            {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": "x"},
+            }
+        ],
+    }[block]
+    role = "assistant" if block == "server_tool_use" else "user"
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "q"}, {"role": role, "content": parts}],
+    }
+    assert formats.detect(body) == "anthropic"
+    assert FitContextWindow(10**6)(body) is body  # read as Anthropic: nothing to trim, no error

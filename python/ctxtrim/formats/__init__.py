@@ -41,8 +41,9 @@ from typing import Any
 
 from ctxtrim.errors import FormatError, InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import Message
+from ctxtrim.provider import SPECS
 
-from ._common import RAW_ARGUMENTS
+from ._common import RAW_ARGUMENTS, tname
 from ._kept import check_nothing_vanished
 from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
 from .gemini import from_gemini, to_gemini, to_gemini_json
@@ -90,7 +91,7 @@ def from_ctxtrim(data: Any) -> list[Message]:
     if isinstance(data, dict) and "messages" in data:
         data = data["messages"]
     if not isinstance(data, list):
-        raise InvalidMessage(f"expected an array, got {type(data).__name__}", "messages")
+        raise InvalidMessage(f"expected an array, got {tname(data)}", "messages")
     out = []
     for i, item in enumerate(data):
         try:
@@ -187,7 +188,13 @@ def _parse_json(text: str) -> tuple[Any, bool]:
 
 _RESPONSES_ITEMS = frozenset({"message", "function_call", "function_call_output", "reasoning"})
 _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image"})
-_ANTHROPIC_PARTS = frozenset({"thinking", "redacted_thinking"})
+#: Anthropic's own block types: thinking, and every row of its provider table that no other
+#: format has (server tools, documents, search results...).
+_ANTHROPIC_PARTS = frozenset({"thinking", "redacted_thinking"}) | (
+    frozenset(SPECS["anthropic"]).difference(
+        {"image"}, *(SPECS[f] for f in SPECS if f != "anthropic")
+    )
+)
 
 
 def detect(data: Any) -> str:
@@ -197,8 +204,9 @@ def detect(data: Any) -> str:
     Rules, first match wins: a ``{"contents": [...]}`` body, or contents with ``parts`` (or
     the ``model`` role) → gemini; Responses item types (``function_call``, ``reasoning``...) or
     parts (``input_text``...) → responses; ``tool_calls``, a ``tool``/``developer`` role or
-    ``image_url`` parts → openai; a top-level ``{"system", "messages"}``, ``thinking`` blocks
-    or base64 ``source`` images → anthropic; ctxtrim's own keys (``turn``, ``usage``,
+    ``image_url`` parts → openai; a top-level ``{"system", "messages"}``, ``thinking`` blocks,
+    base64 ``source`` images or a block type only Anthropic has (``server_tool_use``,
+    ``document``...) → anthropic; ctxtrim's own keys (``turn``, ``usage``,
     ``meta``, ``reasoning`` blocks, images with ``media_type``) or a ``system`` role next to
     content blocks → ctxtrim; other ``tool_use``/``tool_result`` blocks → anthropic; plain
     ``{"role", "content"}`` messages → openai.
@@ -218,7 +226,7 @@ def detect(data: Any) -> str:
         data = data["messages"]
     if not isinstance(data, list):
         raise FormatError(
-            f"cannot detect the format: expected a list of messages, got {type(data).__name__}"
+            f"cannot detect the format: expected a list of messages, got {tname(data)}"
         )
     seen: set[str] = set()  # the markers found anywhere; priority decides below
     for item in data:

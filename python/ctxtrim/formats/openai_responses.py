@@ -55,7 +55,7 @@ from ctxtrim.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from ctxtrim.provider import SPECS
+from ctxtrim.provider import SPECS, UNKNOWN
 
 from ._common import (
     RAW_ARGUMENTS,
@@ -125,7 +125,12 @@ def _default(blocks: Sequence[Block]) -> list[tuple[str, int]]:
 def _fits(kind: str, blocks: Sequence[Block]) -> bool:
     if kind == "message":
         return all(_kind(b) == "message" for b in blocks)
-    return len(blocks) == 1 and _kind(blocks[0]) == kind
+    if len(blocks) != 1:
+        return False
+    b = blocks[0]
+    # A type no row names is a part or an item as it came: the layout read it as an item.
+    unknown = kind == "item" and type(b) is ProviderBlock and b.format == KEY
+    return _kind(b) == kind or (unknown and b.spec is UNKNOWN)
 
 
 # --------------------------------------------------------------------------------------------
