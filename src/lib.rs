@@ -29,6 +29,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod chat_json;
 pub mod column;
 pub mod cuts;
 pub mod log;

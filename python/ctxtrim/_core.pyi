@@ -24,6 +24,7 @@ __all__ = [
     "autogen_skeletons",
     "chat_fast",
     "chat_fast_prefix",
+    "chat_json_fast",
     "chat_render",
     "compact_json",
     "copy_renderings",
@@ -147,10 +148,16 @@ class Tail:
         """Number of messages kept."""
 
 def join_renderings(
-    messages: Sequence[Message], attr: str, render: Callable[[Message, int], bytes]
+    messages: Sequence[Message],
+    attr: str,
+    render: Callable[[Message, int], bytes],
+    fast: Callable[[Message], list[dict[str, Any]] | None] | None = None,
+    kept_attr: str | None = None,
+    encode: Callable[[Any], bytes] | None = None,
 ) -> bytes:
     """The JSON array of the renderings kept on ``messages`` under ``attr``, rendering the
-    ones that have none with ``render(message, index)``."""
+    ones that have none with ``render(message, index)``, or, given ``fast``, ``kept_attr`` and
+    ``encode``, in the core when ``fast`` renders them (kept under ``kept_attr``)."""
 
 def copy_renderings(
     messages: Sequence[Message],
@@ -212,6 +219,10 @@ def chat_fast_prefix(
     items: list[Any],
 ) -> tuple[list[Message], int, list[Any], int]:
     """The longest prefix of ``items`` in common shapes: ``(messages, next, run, run_start)``."""
+
+def chat_json_fast(raw_key: str, data: bytes) -> list[Message] | None:
+    """Chat Completions JSON (a message array or a request body) read in the core when every
+    message has a common shape, else ``None``."""
 
 def chat_render(raw_key: str, message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as Chat Completions dicts, or

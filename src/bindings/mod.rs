@@ -10,6 +10,7 @@ mod anthropic;
 mod args;
 mod autogen;
 mod chat;
+mod chat_json;
 mod convert;
 mod errors;
 mod facts;
@@ -40,6 +41,8 @@ mod core_module {
     use super::autogen::autogen_skeletons;
     #[pymodule_export]
     use super::chat::{chat_fast, chat_fast_prefix, chat_render};
+    #[pymodule_export]
+    use super::chat_json::chat_json_fast;
     #[pymodule_export]
     use super::facts::PyFacts;
     #[pymodule_export]

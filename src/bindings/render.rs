@@ -39,22 +39,49 @@ fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
 
 /// The JSON array of the renderings of `messages` kept under `attr`, rendering those that
 /// have none with `render(message, index) -> bytes` (an empty rendering adds no item).
+///
+/// With `fast`, `kept_attr` and `encode` (the format's core renderer of common shapes, the
+/// slot of its kept objects and the request's JSON encoder), a message with no bytes yet is
+/// rendered here when it can be, with no Python frame: its kept objects (or `fast`'s, kept
+/// under `kept_attr` as the dicts path keeps them) encoded, the array's brackets dropped,
+/// kept under `attr`. That is what `render` does for such a message; the rest go to `render`.
 #[pyfunction]
+#[pyo3(signature = (messages, attr, render, fast=None, kept_attr=None, encode=None))]
 pub fn join_renderings<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
     attr: &Bound<'py, PyString>,
     render: &Bound<'py, PyAny>,
+    fast: Option<&Bound<'py, PyAny>>,
+    kept_attr: Option<&Bound<'py, PyString>>,
+    encode: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let list = as_list(messages)?;
     let slot = CacheSlot::named(attr)?;
+    let first = match (fast, kept_attr, encode) {
+        (Some(fast), Some(kept_attr), Some(encode)) => {
+            Some((classes(py)?, fast, CacheSlot::named(kept_attr)?, encode))
+        }
+        _ => None,
+    };
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
     out.push(b'[');
     for (i, message) in list.iter().enumerate() {
         let kept = slot.get(&message)?;
         let rendered = match kept.as_ref().and_then(|k| k.cast::<PyBytes>().ok()) {
             Some(bytes) => bytes.clone(),
-            None => render.call1((&message, i))?.cast_into::<PyBytes>()?,
+            None => {
+                let made = match &first {
+                    Some((c, fast, kept_slot, encode)) => {
+                        first_bytes(c, &message, &slot, kept_slot, fast, encode)?
+                    }
+                    None => None,
+                };
+                match made {
+                    Some(bytes) => bytes,
+                    None => render.call1((&message, i))?.cast_into::<PyBytes>()?,
+                }
+            }
         };
         let bytes = rendered.as_bytes();
         if !bytes.is_empty() {
@@ -66,6 +93,42 @@ pub fn join_renderings<'py>(
     }
     out.push(b']');
     Ok(PyBytes::new(py, &out))
+}
+
+/// A message's first JSON rendering, made and kept under `slot` without the Python
+/// renderer: its kept objects (made by `fast` and kept under `kept_slot` if it has none)
+/// encoded by `encode`, the array's brackets dropped. None when the Python renderer must
+/// make it (not a message, or not a common shape).
+fn first_bytes<'py>(
+    c: &Classes,
+    message: &Bound<'py, PyAny>,
+    slot: &CacheSlot<'py>,
+    kept_slot: &CacheSlot<'py>,
+    fast: &Bound<'py, PyAny>,
+    encode: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let py = message.py();
+    if !message.get_type().is(c.message.bind(py)) {
+        return Ok(None);
+    }
+    let kept = match kept_slot.get(message)? {
+        Some(kept) => match kept.cast_into_exact::<PyTuple>() {
+            Ok(tuple) => tuple,
+            Err(_) => return Ok(None),
+        },
+        None => match render_fast(c, message, kept_slot, fast)? {
+            Some(tuple) => tuple,
+            None => return Ok(None),
+        },
+    };
+    let encoded = encode.call1((&kept,))?.cast_into::<PyBytes>()?;
+    let array = encoded.as_bytes();
+    let [b'[', inner @ .., b']'] = array else {
+        return Ok(None);
+    };
+    let bytes = PyBytes::new(py, inner);
+    slot.set(message, bytes.as_any())?;
+    Ok(Some(bytes))
 }
 
 /// Fresh copies of the renderings of `messages` kept under `attr`, in one list. A message

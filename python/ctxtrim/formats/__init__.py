@@ -47,7 +47,12 @@ from ._common import RAW_ARGUMENTS, tname
 from ._kept import check_nothing_vanished
 from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
 from .gemini import from_gemini, to_gemini, to_gemini_json
-from .openai_chat import from_openai_chat, to_openai_chat, to_openai_chat_json
+from .openai_chat import (
+    from_openai_chat,
+    from_openai_chat_json,
+    to_openai_chat,
+    to_openai_chat_json,
+)
 from .openai_responses import (
     from_openai_responses,
     to_openai_responses,
@@ -65,6 +70,7 @@ __all__ = [
     "from_ctxtrim",
     "from_gemini",
     "from_openai_chat",
+    "from_openai_chat_json",
     "from_openai_responses",
     "load",
     "parse_json",

@@ -88,7 +88,11 @@ class Renderings:
             force_setattr(message, self._attr_json, rendered)
             return rendered
 
-        return _core.join_renderings(messages, self._attr_json, render_one)
+        # A message in a common shape is rendered in the core (``fast``, then the encoder);
+        # ``render_one`` takes the rest.
+        return _core.join_renderings(
+            messages, self._attr_json, render_one, self._fast, self._attr, _ENCODE
+        )
 
     def _make(self, m: Message, i: int) -> tuple[dict[str, Any], ...]:
         """Message ``i``'s rendering, made and kept."""

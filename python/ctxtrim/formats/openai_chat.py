@@ -35,6 +35,7 @@ rather than a string...) are kept in ``Message.meta["openai_chat"]`` and written
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,7 +76,13 @@ from ._common import (
     verbatim,
 )
 
-__all__ = ["KEY", "from_openai_chat", "to_openai_chat", "to_openai_chat_json"]
+__all__ = [
+    "KEY",
+    "from_openai_chat",
+    "from_openai_chat_json",
+    "to_openai_chat",
+    "to_openai_chat_json",
+]
 
 #: The ``Message.meta`` key holding the Chat Completions fields ctxtrim has no place for.
 KEY = "openai_chat"
@@ -333,6 +340,36 @@ def from_openai_chat(messages: Any, *, raw_arguments: bool = False) -> list[Mess
         )
     flush()
     return out
+
+
+def from_openai_chat_json(
+    data: bytes | bytearray | str, *, raw_arguments: bool = False
+) -> list[Message]:
+    """:func:`from_openai_chat` of JSON text (a request body as it arrives, or its
+    ``messages`` array), for servers that read raw bodies: the same messages and the same
+    errors as ``from_openai_chat(json.loads(data))``, which is what it runs for anything but
+    the common shapes. Those (string content, plain function calls, string tool results: what
+    agents send on every turn) are read from the bytes in the core, with no dicts in between.
+    Text that is not JSON raises :class:`json.JSONDecodeError`, as ``json.loads`` does.
+    """
+    raw = data if type(data) is bytes else _as_bytes(data)
+    if raw is not None:
+        fast = _core.chat_json_fast(RAW_ARGUMENTS, raw)
+        if fast is not None:
+            return fast
+    return from_openai_chat(json.loads(data), raw_arguments=raw_arguments)
+
+
+def _as_bytes(data: object) -> bytes | None:
+    """``data`` as UTF-8 bytes for the core's reader, or None (for ``json.loads`` alone)."""
+    if isinstance(data, str):
+        try:
+            return data.encode()
+        except UnicodeEncodeError:  # a lone surrogate: json.loads decides
+            return None
+    if isinstance(data, bytearray):
+        return bytes(data)
+    return None
 
 
 # --------------------------------------------------------------------------------------------

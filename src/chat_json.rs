@@ -1,0 +1,433 @@
+//! Chat Completions messages read from JSON bytes, for the shapes a server receives on every
+//! turn, without building Python dicts first.
+//!
+//! [`read_chat_json`] takes a JSON array of messages, or an object with a `"messages"` array
+//! (a request body; its other values are read and dropped), and answers the messages when
+//! every one of them has a common shape, exactly the shapes the dict reader in the bindings
+//! (`chat_fast`) takes:
+//!
+//! - `{"role": "system" | "user", "content": "<text>"}`;
+//! - `{"role": "assistant", "content": "<text>" | null}`, or the same with a non-empty
+//!   `"tool_calls"` list of `{"id", "type": "function", "function": {"name", "arguments"}}`
+//!   (id, name and arguments non-empty strings);
+//! - `{"role": "tool", "tool_call_id": "<id>", "content": "<text>"}`.
+//!
+//! Keys may come in any order; any other key, a duplicate key, another type or a value that
+//! JSON allows but these shapes do not is `None`. So is any text `serde_json` refuses (a lone
+//! surrogate escape, a number out of range, a byte-order mark...), even where Python's `json`
+//! would take it: `None` only means "read it the general way", which then reads it, or names
+//! what is wrong, as it always did. Whether the arguments are the compact JSON of an object is
+//! left to the caller, who checks it as the dict reader does.
+
+use std::fmt;
+
+use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+
+/// A message's role among those with a plain text shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextRole {
+    System,
+    User,
+}
+
+/// One function call of an assistant message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    /// The `arguments` text as it came (JSON inside JSON).
+    pub arguments: String,
+}
+
+/// One Chat Completions message in a common shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChatMessage {
+    /// A system or user message with string content.
+    Text { role: TextRole, text: String },
+    /// An assistant message: string or null content, then its calls (possibly none).
+    Assistant {
+        text: Option<String>,
+        calls: Vec<Call>,
+    },
+    /// A tool message: the result of call `call_id`.
+    Tool { call_id: String, text: String },
+}
+
+/// The messages of `data` (see the module docs), or `None` for the general reader.
+#[must_use]
+pub fn read_chat_json(data: &[u8]) -> Option<Vec<ChatMessage>> {
+    // Text, not bytes: the slice reader skips unread strings without checking their UTF-8.
+    let text = std::str::from_utf8(data).ok()?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let Body(messages) = Body::deserialize(&mut de).ok()?;
+    de.end().ok()?;
+    Some(messages)
+}
+
+/// The top level: a message array, or an object holding one under `"messages"`.
+struct Body(Vec<ChatMessage>);
+
+impl<'de> Deserialize<'de> for Body {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Body;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a message array or a request body")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Body, A::Error> {
+                messages(seq).map(Body)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body, A::Error> {
+                let mut found = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "messages" {
+                        if found.is_some() {
+                            return Err(A::Error::custom("duplicate messages"));
+                        }
+                        found = Some(map.next_value::<Messages>()?.0);
+                    } else {
+                        map.next_value::<Any>()?;
+                    }
+                }
+                found
+                    .map(Body)
+                    .ok_or_else(|| A::Error::custom("no messages"))
+            }
+        }
+        de.deserialize_any(V)
+    }
+}
+
+struct Messages(Vec<ChatMessage>);
+
+impl<'de> Deserialize<'de> for Messages {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Messages;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a message array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Messages, A::Error> {
+                messages(seq).map(Messages)
+            }
+        }
+        de.deserialize_seq(V)
+    }
+}
+
+fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<ChatMessage>, A::Error> {
+    let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
+    while let Some(m) = seq.next_element::<ChatMessage>()? {
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// Any JSON value, read in full (so its numbers and strings are checked) and dropped.
+struct Any;
+
+impl<'de> Deserialize<'de> for Any {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Any;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: Error>(self, _: bool) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_i64<E: Error>(self, _: i64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_u64<E: Error>(self, _: u64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_f64<E: Error>(self, _: f64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_str<E: Error>(self, _: &str) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_unit<E: Error>(self) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
+                while seq.next_element::<Any>()?.is_some() {}
+                Ok(Any)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
+                while map.next_key::<String>()?.is_some() {
+                    map.next_value::<Any>()?;
+                }
+                Ok(Any)
+            }
+        }
+        de.deserialize_any(V)
+    }
+}
+
+/// A field of a message: which one, so a duplicate or unknown key is refused.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Role,
+    Content,
+    ToolCallId,
+    ToolCalls,
+}
+
+impl Field {
+    fn of(key: &str) -> Option<Field> {
+        Some(match key {
+            "role" => Field::Role,
+            "content" => Field::Content,
+            "tool_call_id" => Field::ToolCallId,
+            "tool_calls" => Field::ToolCalls,
+            _ => return None,
+        })
+    }
+}
+
+fn once<T, E: Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
+    if slot.replace(value).is_some() {
+        return Err(E::custom("duplicate key"));
+    }
+    Ok(())
+}
+
+fn nonempty<E: Error>(s: String) -> Result<String, E> {
+    if s.is_empty() {
+        return Err(E::custom("empty"));
+    }
+    Ok(s)
+}
+
+impl<'de> Deserialize<'de> for ChatMessage {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ChatMessage;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a Chat Completions message in a common shape")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChatMessage, A::Error> {
+                let mut role: Option<String> = None;
+                let mut content: Option<Option<String>> = None;
+                let mut call_id: Option<String> = None;
+                let mut calls: Option<Option<Calls>> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match Field::of(&key) {
+                        Some(Field::Role) => once(&mut role, map.next_value()?)?,
+                        Some(Field::Content) => once(&mut content, map.next_value()?)?,
+                        Some(Field::ToolCallId) => once(&mut call_id, map.next_value()?)?,
+                        Some(Field::ToolCalls) => once(&mut calls, map.next_value()?)?,
+                        None => return Err(A::Error::custom("another key")),
+                    }
+                }
+                let role = role.ok_or_else(|| A::Error::custom("no role"))?;
+                let content = content.ok_or_else(|| A::Error::custom("no content"))?;
+                match (role.as_str(), content, call_id, calls) {
+                    ("system", Some(text), None, None) => Ok(ChatMessage::Text {
+                        role: TextRole::System,
+                        text,
+                    }),
+                    ("user", Some(text), None, None) => Ok(ChatMessage::Text {
+                        role: TextRole::User,
+                        text,
+                    }),
+                    ("assistant", text, None, None) => Ok(ChatMessage::Assistant {
+                        text,
+                        calls: Vec::new(),
+                    }),
+                    ("assistant", text, None, Some(Some(Calls(calls)))) if !calls.is_empty() => {
+                        Ok(ChatMessage::Assistant { text, calls })
+                    }
+                    ("tool", Some(text), Some(call_id), None) => Ok(ChatMessage::Tool {
+                        call_id: nonempty(call_id)?,
+                        text,
+                    }),
+                    _ => Err(A::Error::custom("another shape")),
+                }
+            }
+        }
+        de.deserialize_map(V)
+    }
+}
+
+struct Calls(Vec<Call>);
+
+impl<'de> Deserialize<'de> for Calls {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        Vec::<Call>::deserialize(de).map(Calls)
+    }
+}
+
+impl<'de> Deserialize<'de> for Call {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Call;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a function call")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Call, A::Error> {
+                let mut id: Option<String> = None;
+                let mut kind: Option<String> = None;
+                let mut function: Option<Function> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "id" => once(&mut id, map.next_value()?)?,
+                        "type" => once(&mut kind, map.next_value()?)?,
+                        "function" => once(&mut function, map.next_value()?)?,
+                        _ => return Err(A::Error::custom("another key")),
+                    }
+                }
+                match (id, kind.as_deref(), function) {
+                    (Some(id), Some("function"), Some(Function { name, arguments })) => Ok(Call {
+                        id: nonempty(id)?,
+                        name,
+                        arguments,
+                    }),
+                    _ => Err(A::Error::custom("another shape")),
+                }
+            }
+        }
+        de.deserialize_map(V)
+    }
+}
+
+struct Function {
+    name: String,
+    arguments: String,
+}
+
+impl<'de> Deserialize<'de> for Function {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Function;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a function")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Function, A::Error> {
+                let mut name: Option<String> = None;
+                let mut arguments: Option<String> = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => once(&mut name, map.next_value()?)?,
+                        "arguments" => once(&mut arguments, map.next_value()?)?,
+                        _ => return Err(A::Error::custom("another key")),
+                    }
+                }
+                match (name, arguments) {
+                    (Some(name), Some(arguments)) => Ok(Function {
+                        name: nonempty(name)?,
+                        arguments: nonempty(arguments)?,
+                    }),
+                    _ => Err(A::Error::custom("another shape")),
+                }
+            }
+        }
+        de.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str, name: &str, arguments: &str) -> Call {
+        Call {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    #[test]
+    fn reads_the_common_shapes_in_any_key_order() {
+        let body = br#"[
+            {"role": "system", "content": "be brief"},
+            {"content": "hi", "role": "user"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"type": "function", "id": "c1", "function": {"arguments": "{\"a\":1}", "name": "f"}}
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            {"role": "assistant", "content": "done"}
+        ]"#;
+        let got = read_chat_json(body).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ChatMessage::Text {
+                    role: TextRole::System,
+                    text: "be brief".into()
+                },
+                ChatMessage::Text {
+                    role: TextRole::User,
+                    text: "hi".into()
+                },
+                ChatMessage::Assistant {
+                    text: None,
+                    calls: vec![call("c1", "f", r#"{"a":1}"#)]
+                },
+                ChatMessage::Tool {
+                    call_id: "c1".into(),
+                    text: "ok".into()
+                },
+                ChatMessage::Assistant {
+                    text: Some("done".into()),
+                    calls: vec![]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn reads_a_request_body_and_drops_its_other_values() {
+        let body = br#"{"model": "m", "temperature": 0.5, "tools": [{"x": [1, null, true]}],
+                        "messages": [{"role": "user", "content": "hi"}], "n": 1}"#;
+        assert_eq!(read_chat_json(body).unwrap().len(), 1);
+        assert_eq!(read_chat_json(br#"{"model": "m"}"#), None);
+        let twice = br#"{"messages": [], "messages": []}"#;
+        assert_eq!(read_chat_json(twice), None);
+    }
+
+    #[test]
+    fn anything_else_is_for_the_general_reader() {
+        for body in [
+            &br#"[{"role": "user", "content": "hi", "name": "x"}]"#[..],
+            br#"[{"role": "user", "content": [{"type": "text", "text": "hi"}]}]"#,
+            br#"[{"role": "user", "content": null}]"#,
+            br#"[{"role": "user"}]"#,
+            br#"[{"role": "user", "content": "a", "content": "b"}]"#,
+            br#"[{"role": "developer", "content": "hi"}]"#,
+            br#"[{"role": "assistant", "content": "a", "tool_calls": null}]"#,
+            br#"[{"role": "assistant", "content": "a", "tool_calls": []}]"#,
+            br#"[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]"#,
+            br#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]"#,
+            br#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}]"#,
+            br#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "custom", "function": {"name": "f", "arguments": "{}"}}]}]"#,
+            br#"[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}]}]"#,
+            br#"[{"role": "tool", "tool_call_id": "", "content": "x"}]"#,
+            br#"[{"role": "tool", "tool_call_id": 5, "content": "x"}]"#,
+            br#"[{"role": "user", "content": "\ud800"}]"#,
+            br#"{"temperature": 1e400, "messages": []}"#,
+            b"\xef\xbb\xbf[]",
+            b"[\"\xff\"]",
+            b"[] []",
+            b"[1]",
+            b"\"text\"",
+        ] {
+            assert_eq!(
+                read_chat_json(body),
+                None,
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+}
