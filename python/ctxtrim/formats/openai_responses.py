@@ -128,9 +128,10 @@ def _fits(kind: str, blocks: Sequence[Block]) -> bool:
     if len(blocks) != 1:
         return False
     b = blocks[0]
+    if _kind(b) == kind:
+        return True
     # A type no row names is a part or an item as it came: the layout read it as an item.
-    unknown = kind == "item" and type(b) is ProviderBlock and b.format == KEY
-    return _kind(b) == kind or (unknown and b.spec is UNKNOWN)
+    return kind == "item" and type(b) is ProviderBlock and b.format == KEY and b.spec is UNKNOWN
 
 
 # --------------------------------------------------------------------------------------------
