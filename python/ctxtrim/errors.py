@@ -128,6 +128,7 @@ class UnknownModel(InvalidArgument):
         super().__init__(message)
         self.model = model
 
+
 class CorruptRecordError(StoreError):
     """A stored message fails its checksum or does not decode; ``session_id`` and ``seq``
     name the row. Never skipped silently."""
