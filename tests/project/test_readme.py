@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxtrim import observe
+
 ROOT = Path(__file__).resolve().parents[2]
 SNIPPETS = [
     code
@@ -20,7 +22,11 @@ SNIPPETS = [
 
 @pytest.mark.parametrize("code", SNIPPETS, ids=[f"snippet{i}" for i in range(len(SNIPPETS))])
 def test_readme_snippet_runs(code: str) -> None:
+    before = observe.state.listeners
     exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    # A snippet that starts watching stops too: one left running would watch every test after
+    # it (a report per trim, listeners holding what they were told).
+    assert observe.state.listeners == before
 
 
 def test_quickstart_example_runs() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,19 @@ from store_backends import PERSISTENT_BACKENDS, Backend, opened
 
 
 def _counting_decodes(store: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Count the payloads the store's module decodes from now on."""
-    module = importlib.import_module(type(store).__module__)
-    real = module.decode_payload
+    """Count the payloads the store's modules decode from now on (the store's own module and
+    its package's helpers: the SQLite store reads rows in ``_sqlite_db``)."""
+    package = type(store).__module__.rpartition(".")[0]
+    real = importlib.import_module(type(store).__module__).decode_payload
     seen: list[int] = []
 
     def counted(*args: Any, **kwargs: Any) -> Message:
         seen.append(1)
         return real(*args, **kwargs)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(module, "decode_payload", counted)
+    for name, module in list(sys.modules.items()):
+        if name.startswith(package + ".") and getattr(module, "decode_payload", None) is real:
+            monkeypatch.setattr(module, "decode_payload", counted)
     return seen
 
 
