@@ -203,6 +203,24 @@ _ANTHROPIC_PARTS = frozenset({"thinking", "redacted_thinking"}) | (
 )
 
 
+#: What a message's role says of its format (``system`` only counts next to blocks), and
+#: what a key it has says.
+_ROLE_MARKERS: dict[object, str] = {
+    "tool": "openai",
+    "developer": "openai",
+    "function": "openai",
+    "model": "gemini",
+    "system": "system_role",
+}
+_KEY_MARKERS = {
+    "tool_calls": "openai",
+    "parts": "gemini",
+    "turn": "ctxtrim",
+    "usage": "ctxtrim",
+    "meta": "ctxtrim",
+}
+
+
 def detect(data: Any) -> str:
     """Guess the format of a parsed payload: ``"openai"``, ``"responses"``, ``"anthropic"``,
     ``"gemini"`` or ``"ctxtrim"``. Raises :class:`FormatError` when nothing fits.
@@ -235,22 +253,19 @@ def detect(data: Any) -> str:
             f"cannot detect the format: expected a list of messages, got {tname(data)}"
         )
     seen: set[str] = set()  # the markers found anywhere; priority decides below
+    # One pass with a few dict lookups an item (it runs on every strategy call given dicts).
     for item in data:
         if not isinstance(item, dict):
             continue
         if item.get("type") in _RESPONSES_ITEMS:
             seen.add("responses")
-        if "parts" in item or item.get("role") == "model":
-            seen.add("gemini")
-        role = item.get("role")
-        if role in ("tool", "developer", "function") or "tool_calls" in item:
-            seen.add("openai")
-        if role == "system":
-            seen.add("system_role")
-        if any(k in item for k in ("turn", "usage", "meta")):
-            seen.add("ctxtrim")
+        marker = _ROLE_MARKERS.get(item.get("role"))
+        if marker is not None:
+            seen.add(marker)
+        if not item.keys().isdisjoint(_KEY_MARKERS):
+            seen.update(_KEY_MARKERS[k] for k in item.keys() & _KEY_MARKERS.keys())
         content = item.get("content")
-        if not isinstance(content, list):
+        if type(content) is not list:
             continue
         for part in content:
             if not isinstance(part, dict):
