@@ -256,7 +256,34 @@ class ClearToolResults(ContextStrategy):
         return _Outcome(out, list(range(len(messages))), set(changed))
 
 
-class KeepRecentImages(ContextStrategy):
+class _EditStrategy(ContextStrategy):
+    """An in-place strategy whose work is a map of the messages it replaces (``_edits``: index
+    → new message), applied alike to a plain list (scanned as it is, no log built, when there
+    is no trigger) and to any source; with a ``_trigger``, only once it fires."""
+
+    _trigger: int | Trigger = 0  # none: the strategy always runs
+
+    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
+        raise NotImplementedError
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        if type(source) is list and self._trigger == 0:
+            edits = self._edits(source)
+            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
+        return None
+
+    def _run(self, inp: _Input) -> _Outcome:
+        if self._trigger != 0 and not _fired(self._trigger, inp):
+            return _unchanged(inp)
+        messages = inp.messages
+        edits = self._edits(messages)
+        if not edits:
+            return _unchanged(inp)
+        out = [edits.get(i, m) for i, m in enumerate(messages)]
+        return _Outcome(out, list(range(len(messages))), set(edits))
+
+
+class KeepRecentImages(_EditStrategy):
     """Keep only the newest ``n`` images; older ones become a short text ``placeholder``
     (Anthropic's computer-use reference agent does this: a screenshot per step is what
     overflows first).
@@ -320,21 +347,6 @@ class KeepRecentImages(ContextStrategy):
         assert left == 0 and max(edits) == last
         return edits
 
-    def _apply_fast(self, source: Source) -> list[Message] | None:
-        # A plain list is scanned as it is: no log is built when nothing changes.
-        if type(source) is list:
-            edits = self._edits(source)
-            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
-        return None
-
-    def _run(self, inp: _Input) -> _Outcome:
-        messages = inp.messages
-        edits = self._edits(messages)
-        if not edits:
-            return _unchanged(inp)
-        out = [edits.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(edits))
-
 
 def _issues_calls(message: Message) -> bool:
     """Whether an assistant message issues a tool call (a client or a provider one)."""
@@ -346,7 +358,7 @@ def _issues_calls(message: Message) -> bool:
     return False
 
 
-class ClearThinking(ContextStrategy):
+class ClearThinking(_EditStrategy):
     """Drop the reasoning ("thinking") of all but the last ``keep`` assistant messages that
     carry any (Anthropic context editing's ``clear_thinking_20251015`` with
     ``keep={"type": "thinking_turns", "value": keep}``).
@@ -424,20 +436,3 @@ class ClearThinking(ContextStrategy):
                 content = (TextBlock(self.placeholder),)
             edits[i] = msgspec.structs.replace(messages[i], content=content)
         return edits
-
-    def _apply_fast(self, source: Source) -> list[Message] | None:
-        # A plain list with no trigger is scanned as it is: no log is built.
-        if type(source) is list and self._trigger == 0:
-            edits = self._edits(source)
-            return [edits.get(i, m) for i, m in enumerate(source)] if edits else source
-        return None
-
-    def _run(self, inp: _Input) -> _Outcome:
-        if self._trigger != 0 and not _fired(self._trigger, inp):
-            return _unchanged(inp)
-        messages = inp.messages
-        edits = self._edits(messages)
-        if not edits:
-            return _unchanged(inp)
-        out = [edits.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(edits))

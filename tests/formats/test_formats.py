@@ -1345,3 +1345,15 @@ def test_an_anthropic_body_without_system_is_detected_by_its_blocks(block: str) 
     }
     assert formats.detect(body) == "anthropic"
     assert FitContextWindow(10**6)(body) is body  # read as Anthropic: nothing to trim, no error
+
+
+def test_an_image_inside_a_tool_result_tells_ctxtrim_dicts_from_anthropic() -> None:
+    # Found by tests/trimming/test_dicts.py: ctxtrim's own dicts with tool blocks and no
+    # system message read as Anthropic, whose reader then wanted the image's `source`.
+    history = [
+        Message.user("q"),
+        Message.assistant("", tool_uses=[("t", "f", {})]),
+        Message("user", (ToolResultBlock("t", (ImageBlock("image/gif", b""),)),)),
+    ]
+    assert formats.detect(formats.to_ctxtrim(history)) == "ctxtrim"
+    assert formats.detect(formats.to_anthropic(history)["messages"]) == "anthropic"

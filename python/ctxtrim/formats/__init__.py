@@ -281,6 +281,12 @@ def detect(data: Any) -> str:
                 seen.add("ctxtrim")
             elif kind in ("tool_use", "tool_result"):
                 seen.add("blocks")
+                inner = part.get("content")
+                if kind == "tool_result" and type(inner) is list:
+                    # An image in a result says whose shape it is, as one in a message does.
+                    for sub in inner:
+                        if isinstance(sub, dict) and sub.get("type") == "image":
+                            seen.add("anthropic" if "source" in sub else "ctxtrim")
     for name in ("gemini", "responses", "openai", "anthropic", "ctxtrim"):
         if name in seen:
             return name
