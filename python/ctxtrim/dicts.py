@@ -51,6 +51,8 @@ _LIST_KEY = {
     "gemini": "contents",
     "ctxtrim": "messages",
 }
+#: The keys a request body of some format keeps its list under.
+_BODY_KEYS = frozenset(_LIST_KEY.values())
 #: The keys besides the list a format's ``dump`` gives, for the formats that return a dict.
 _SYSTEM_KEYS = {"anthropic": ("system",), "gemini": ("system_instruction", "systemInstruction")}
 
@@ -69,16 +71,11 @@ class Payload:
     __slots__ = ("_spans", "data", "format", "messages")
 
     def __init__(self, data: Any, format: str = "auto") -> None:
-        if (
-            type(data) is dict
-            and format == "auto"
-            and "messages" not in data
-            and "input" not in data
-            and "contents" not in data
-        ):
+        if type(data) is dict and format == "auto" and data.keys().isdisjoint(_BODY_KEYS):
             raise FormatError(
                 "expected a list of provider messages or a request body with 'messages' "
-                f"(or 'input'); got a dict with keys {', '.join(map(repr, list(data)[:5]))}"
+                f"(or 'input', or 'contents'); got a dict with keys "
+                f"{', '.join(map(repr, list(data)[:5]))}"
             )
         from ctxtrim import formats as _formats  # on first use: `import ctxtrim` stays light
 
