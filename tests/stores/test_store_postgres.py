@@ -293,7 +293,7 @@ async def test_a_statement_timeout_is_reported_as_a_timeout_not_as_unreachable(
         async with store._conn() as conn:  # the store's own connection, as a slow call has it
             with pytest.raises(psycopg.errors.QueryCanceled) as raw:
                 await conn.execute("SELECT pg_sleep(5)")
-        from ctxtrim.stores.postgres import _store_error
+        from ctxtrim.stores._postgres_db import _store_error
 
         error = _store_error(raw.value)
         assert isinstance(error, StoreError) and "cancelled the statement" in str(error)

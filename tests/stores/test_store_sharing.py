@@ -88,7 +88,8 @@ def test_redis_clients_are_per_event_loop() -> None:
 @pytest.mark.skipif(not POSTGRES_DSN, reason="CTXTRIM_POSTGRES_DSN is not set")
 async def test_postgres_stores_from_one_dsn_share_one_pool() -> None:
     pytest.importorskip("psycopg_pool")
-    from ctxtrim.stores.postgres import _POOLS, PostgresContextStore
+    from ctxtrim.stores._postgres_db import _POOLS
+    from ctxtrim.stores.postgres import PostgresContextStore
 
     pools = _POOLS.count()  # pools other tests left open on this loop, if any
     base = f"share{uuid.uuid4().hex[:8]}"
