@@ -32,6 +32,7 @@ __all__ = [
     "cut_window",
     "estimate_tokens",
     "frozen_json",
+    "gemini_fast_prefix",
     "grapheme_floor",
     "image_size",
     "image_tokens",
@@ -183,6 +184,13 @@ def compact_json(value: object) -> str:
 def frozen_json(value: object) -> Any:
     """A ``FrozenDict`` copy of a dict of plain JSON (exact types), the value itself if it is
     frozen throughout already, or ``None`` (then the Python checks decide)."""
+
+def gemini_fast_prefix(
+    items: list[Any], start: int, names: dict[str, str], waiting: list[tuple[str, str]]
+) -> tuple[list[Message], int]:
+    """The Gemini ``contents`` from ``start`` on up to the first one not in a common shape,
+    as messages, and that one's index: ``(messages, next)``; ``names`` (call id → name) and
+    ``waiting`` (``(name, id)`` of the calls not yet answered) are updated in place."""
 
 def anthropic_fast_prefix(system: object, items: list[Any]) -> tuple[list[Message], int]:
     """The longest prefix of Anthropic ``items`` in common shapes, after ``system`` (read

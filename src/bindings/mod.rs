@@ -15,6 +15,7 @@ mod convert;
 mod errors;
 mod facts;
 mod fresh;
+mod gemini;
 mod json;
 mod log;
 mod message;
@@ -45,6 +46,8 @@ mod core_module {
     use super::chat_json::chat_json_fast;
     #[pymodule_export]
     use super::facts::PyFacts;
+    #[pymodule_export]
+    use super::gemini::gemini_fast_prefix;
     #[pymodule_export]
     use super::json::{compact_json, json_loads};
     #[pymodule_export]

@@ -1,4 +1,4 @@
-//! What the provider readers in the core (`chat.rs`, `anthropic.rs`, `responses.rs`) share:
+//! What the provider readers in the core (`chat.rs`, `anthropic.rs`, `responses.rs`, `gemini.rs`) share:
 //! reading a payload dict's fields by exact type, tool-call arguments text, and handing
 //! anything the general Python reader must name back to it.
 //!

@@ -28,6 +28,7 @@ from ctxtrim import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    _core,
     repair,
     validate,
 )
@@ -518,6 +519,30 @@ def test_the_fast_reader_makes_what_the_general_reader_makes(data: st.DataObject
                     st.sampled_from(["", "\ud800", None, 3, {}, {"id": "x"}, ["x"]])
                 )
                 _both_readers(payload, monkeypatch)
+
+
+def test_the_core_reads_common_shapes_and_keeps_the_pairing_state() -> None:
+    """Text, calls and string results are read in the core, whole, with the pairing state
+    left as the general reader leaves it; the first content in another shape stops it."""
+    ms = [
+        Message.user("q"),
+        Message.assistant("x", tool_uses=[("c1", "f", {"a": 1}), ("c2", "g", {})]),
+        Message.tool_results([("c1", "out")]),
+        Message.assistant("done"),
+    ]
+    contents = to_gemini(ms)["contents"]
+    pairs = gemini._Pairs()
+    read, nxt = _core.gemini_fast_prefix(contents, 0, pairs.names, pairs.waiting)
+    assert (read, nxt) == (ms, 4)
+    assert pairs.names == {"c1": "f", "c2": "g"}
+    assert pairs.waiting == []  # the last model content made no call
+    read, nxt = _core.gemini_fast_prefix(contents[:2], 0, pairs.names, pairs.waiting)
+    assert pairs.waiting == [("f", "c1"), ("g", "c2")]
+    read, nxt = _core.gemini_fast_prefix(contents[2:3], 0, pairs.names, pairs.waiting)
+    assert (read, pairs.waiting) == ([ms[2]], [("g", "c2")])
+    odd = [*contents[:2], {"role": "model", "parts": [{"text": "t", "thought": True}]}]
+    read, nxt = _core.gemini_fast_prefix(odd, 1, pairs.names, pairs.waiting)
+    assert (read, nxt) == ([ms[1]], 2)
 
 
 def test_the_fast_reader_on_the_sessions(monkeypatch: pytest.MonkeyPatch) -> None:

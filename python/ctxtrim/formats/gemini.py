@@ -491,97 +491,34 @@ def from_gemini(data: Any, *, system: Any = None) -> list[Message]:
     out: list[Message] = []
     if system is not None:
         out.append(_system(system, key, pairs))
-    fast = _fast if _FAST else _no_fast_read
-    for i, raw in enumerate(items):
-        message = fast(raw, pairs)
-        if message is not None:
-            out.append(message)
-            continue
-        path = f"contents[{i}]"
-        role, blocks, unit = _content(raw, path, pairs, i)
-        out.append(make_message(role, blocks, [unit], key=KEY, default=_default, path=path))
+    # Runs of contents in common shapes are read in the core; the loop takes each other one.
+    fast_prefix = _core.gemini_fast_prefix if _FAST else _no_fast_prefix
+    i, n = 0, len(items)
+    while i < n:
+        read, i = fast_prefix(items, i, pairs.names, pairs.waiting)
+        out += read
+        if i < n:
+            path = f"contents[{i}]"
+            role, blocks, unit = _content(items[i], path, pairs, i)
+            out.append(make_message(role, blocks, [unit], key=KEY, default=_default, path=path))
+            i += 1
     return out
 
 
-#: Whether :func:`from_gemini` reads the common shapes with :func:`_fast` (the tests turn it
-#: off to check that the general reader makes the same messages).
+#: Whether :func:`from_gemini` reads runs of contents in common shapes in the core
+#: (``gemini_fast_prefix``: exactly ``role`` (``user`` or ``model``) and ``parts``, each part
+#: one of ``{"text": str}``, a model's ``{"function_call": {"id", "name", "args"}}``, a user's
+#: ``{"function_response": {"id", "name", "response": {"output": str}}}`` whose name is its
+#: call's; these need no record, so each message is exactly what the general reader makes,
+#: and the pairing state is updated as it would update it). The tests turn it off to check
+#: that the general reader makes the same messages.
 _FAST = True
-_ROLE_KEYS = frozenset({"role", "parts"})
-_CALL_KEYS = frozenset({"id", "name", "args"})
-_RESPONSE_KEYS = frozenset({"id", "name", "response"})
 
 
-def _no_fast_read(raw: Any, pairs: _Pairs) -> None:
-    return None
-
-
-def _fast(raw: Any, pairs: _Pairs) -> Message | None:
-    """A content in the common shapes, read without the general reader: exactly ``role``
-    (``user`` or ``model``) and ``parts``, each part one of ``{"text": str}``, a model's
-    ``{"function_call": {"id", "name", "args"}}``, a user's ``{"function_response": {"id",
-    "name", "response": {"output": str}}}`` whose name is its call's. These need no record,
-    so the message is exactly what the general reader makes; None for anything else (or
-    any value a constructor refuses), and the general reader records what it must or names
-    what is wrong. The pairing state is changed only when a message is returned."""
-    if type(raw) is not dict or raw.keys() != _ROLE_KEYS:
-        return None
-    role = raw["role"]
-    parts = raw["parts"]
-    if type(parts) is not list or (role != "user" and role != "model"):
-        return None
-    model = role == "model"
-    blocks: list[Block] = []
-    calls: list[tuple[str, str]] = []
-    answered: list[str] = []
-    names = pairs.names
-    try:
-        for part in parts:
-            if type(part) is not dict or len(part) != 1:
-                return None
-            text = part.get("text")
-            if type(text) is str:
-                blocks.append(TextBlock(text))
-                continue
-            if model:
-                fc = part.get("function_call")
-                if type(fc) is not dict or fc.keys() != _CALL_KEYS:
-                    return None
-                call_id, name, args = fc["id"], fc["name"], fc["args"]
-                if type(call_id) is not str or type(name) is not str or type(args) is not dict:
-                    return None
-                blocks.append(ToolUseBlock(call_id, name, args))
-                calls.append((name, call_id))
-                continue
-            fr = part.get("function_response")
-            if type(fr) is not dict or fr.keys() != _RESPONSE_KEYS:
-                return None
-            call_id, name, response = fr["id"], fr["name"], fr["response"]
-            if (
-                type(call_id) is not str
-                or type(name) is not str
-                or names.get(call_id) != name
-                or type(response) is not dict
-                or len(response) != 1
-                or type(response.get("output")) is not str
-            ):
-                return None
-            blocks.append(ToolResultBlock(call_id, response["output"]))
-            answered.append(call_id)
-        message = Message("assistant" if model else "user", tuple(blocks))
-    except InvalidMessage:
-        return None  # the general reader names the field
-    if model:
-        pairs.waiting = calls
-        for name, call_id in calls:
-            names.setdefault(call_id, name)
-    elif answered:
-        waiting = pairs.waiting
-        for call_id in answered:
-            for j, (_, waiting_id) in enumerate(waiting):
-                if waiting_id == call_id:
-                    del waiting[j]
-                    break
-    return message
+def _no_fast_prefix(
+    items: list[Any], start: int, names: dict[str, str], waiting: list[tuple[str, str]]
+) -> tuple[list[Message], int]:
+    return [], start
 
 
 # --------------------------------------------------------------------------------------------
