@@ -253,7 +253,7 @@ def _coerce_content(content: object) -> object:
     if type(content) in _BLOCK_TYPES:
         return (content,)
     raise InvalidMessage(
-        f"expected a str, a block or a list of blocks and str, got {_tname(content)}", "content"
+        f"expected a str, a block, or a list of blocks and strs, got {_tname(content)}", "content"
     )
 
 

@@ -23,13 +23,13 @@ MISUSE: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
         "a number as content",
         lambda: Message.user(123),  # type: ignore[arg-type]
         InvalidMessage,
-        "content: expected a str, a block or a list of blocks and str, got int",
+        "content: expected a str, a block, or a list of blocks and strs, got int",
     ),
     (
         "None as a user message's content",
         lambda: Message.user(None),  # type: ignore[arg-type]
         InvalidMessage,
-        "expected a str, a block or a list of blocks and str, got NoneType",
+        "expected a str, a block, or a list of blocks and strs, got NoneType",
     ),
     (
         "a Chat message to Message.from_dict",
