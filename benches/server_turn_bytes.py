@@ -11,6 +11,8 @@ rounds, best sample of each, µs per turn):
 - ``from_openai_chat_json, store``: the same with the body read from its bytes in the core;
 - ``..., list``: the same two on a plain list (``list.extend``, the strategy called on the
   list), the store's own cost being the difference;
+- ``..., a new fork of the store``: the turn on ``await store.fork()`` made just before it
+  (a retry or a branch), so every sample is a fork's first trim;
 - ``orjson floor``: ``orjson.loads`` of the body + ``orjson.dumps`` of the same window's
   dicts (no trimming at all), the goal's yardstick.
 
@@ -54,7 +56,7 @@ def _bench(size: int, repeat: int, number: int) -> dict[str, float]:
     history, body = _setup(size)
     store = drive(MemoryContextStore.from_history(history))
     plain = list(history)
-    fit_store, fit_list = FitContextWindow(BUDGET), FitContextWindow(BUDGET)
+    fit_store, fit_list, fit_fork = (FitContextWindow(BUDGET) for _ in range(3))
     # Every side renders its window once before the clock (a server's steady state).
     to_openai_chat_json(fit_store.apply(store))
     to_openai_chat_json(fit_list(plain))
@@ -67,6 +69,12 @@ def _bench(size: int, repeat: int, number: int) -> dict[str, float]:
     def new() -> bytes:
         drive(store.append_many(from_openai_chat_json(body())))
         return to_openai_chat_json(fit_store.apply(store))
+
+    def forked() -> bytes:
+        # A retry or a branch: the turn on a fork of the session made just before it.
+        branch = drive(store.fork())
+        drive(branch.append_many(from_openai_chat_json(body())))
+        return to_openai_chat_json(fit_fork.apply(branch))
 
     def listed() -> bytes:
         plain.extend(from_openai_chat_json(body()))
@@ -87,6 +95,7 @@ def _bench(size: int, repeat: int, number: int) -> dict[str, float]:
     if from_openai_chat_json is not None:
         samplers["from_openai_chat_json, store"] = sampler(new, number=number)
         samplers["from_openai_chat_json, list"] = sampler(listed, number=number)
+        samplers["from_openai_chat_json, a new fork of the store"] = sampler(forked, number=number)
     samplers["orjson floor (loads new + dumps window)"] = sampler(floor, number=number)
     print(
         f"# {size:,} messages: window {len(window)} messages, {len(orjson.dumps(window)):,} bytes",

@@ -7,11 +7,12 @@
 //! facts (read once per message object, from its cache): the bindings only convert.
 //!
 //! `to_list`/`tail`/`[i]` do not need the index. A log of `MIRROR_FROM` messages or more
-//! reads a Python list that mirrors it (append-only while installed, replaced — never
-//! mutated — by rewrites), so a read is one list-slice copy; a shorter log builds each read's
+//! reads a Python list that mirrors its newer part (append-only while installed, replaced —
+//! never mutated — by rewrites), so a read is one list-slice copy; a shorter log builds each read's
 //! list from its entries and its queue, and keeps no second list of its messages. The mirror lags behind: appends only queue, and a read first appends
 //! the messages the mirror lacks (each message once, as before, but off the append path).
-//! Snapshots and forks share their parent's mirror up to their length.
+//! Snapshots and forks share their parent's mirror up to their length; a fork's first own
+//! write copies only the part of it that reads reach (a window), so it is O(window), not O(n).
 //!
 //! Locking: one `parking_lot` mutex per log, taken with `lock_py_attached` (a thread that
 //! must wait for it detaches first, so a GIL holder never blocks on a lock whose owner
@@ -81,17 +82,33 @@ fn entry(
 /// against 11 µs), and there the mirror pays.
 const MIRROR_FROM: usize = crate::column::CHUNK;
 
-/// The Python list that mirrors the messages, for cheap reads.
+/// The Python list that mirrors a stretch of the messages ending at the newest, for cheap
+/// reads. It starts at `offset`, not at 0: a fork or a long log read for the first time
+/// copies only what reads reach (a window), never the whole history, so the first trim of a
+/// fork of 100k messages costs what a window costs. A read from before `offset` that is
+/// longer than the mirror (all the messages, say) rebuilds it from there, at the cost of the
+/// read itself; a shorter one (a window's pinned head) reads the entries instead.
 enum Mirror {
     /// Not built yet (or dropped by a rewrite): the next read builds it from the log.
     None,
-    /// Ours: its items are our first `len(list)` messages. Appends do not touch it (they only
-    /// queue); the next read appends what it lacks, so each message is appended to it once.
-    Own(Py<PyList>),
-    /// Another log's mirror whose first `n` items are our first `n` messages (a snapshot or
-    /// fork before its first own write). Valid forever: a mirror is only ever appended to.
-    Shared(Py<PyList>, usize),
+    /// Ours: its items are our messages `[offset, offset + len(list))`. Appends do not touch
+    /// it (they only queue); the next read appends what it lacks, so each message is
+    /// appended to it once.
+    Own { list: Py<PyList>, offset: usize },
+    /// Another log's mirror whose first `n - offset` items are our messages `[offset, n)` (a
+    /// snapshot or fork before its first own write). Valid forever: a mirror is only ever
+    /// appended to.
+    Shared {
+        list: Py<PyList>,
+        offset: usize,
+        n: usize,
+    },
 }
+
+/// How far before the first message a read asks for a new mirror starts: a window's start
+/// moves back a little when newer messages are short, and should still be in the mirror
+/// (one that moves back further rebuilds it from there, at the cost of the read itself).
+const MIRROR_SLACK: usize = 2 * MIRROR_FROM;
 
 struct State {
     log: Log,
@@ -156,36 +173,75 @@ impl State {
         indexed.chain(queued.map(|(p, _)| p))
     }
 
-    /// Our mirror list, built, un-shared or caught up as needed; it holds exactly
-    /// `self.len()` items.
-    fn own_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
-        let list = match std::mem::replace(&mut self.mirror, Mirror::None) {
-            Mirror::Own(list) => list.into_bound(py),
-            Mirror::Shared(list, n) => list.bind(py).get_slice(0, n),
-            Mirror::None => PyList::new(py, self.payloads_from(0).map(|p| p.bind(py)))?,
+    /// Our mirror, built, un-shared or caught up as needed, holding our messages from its
+    /// offset (at most `from`) to the newest: `(list, offset)`.
+    fn own_mirror(&mut self, py: Python<'_>, from: usize) -> PyResult<(Py<PyList>, usize)> {
+        let len = self.len();
+        let from = from.min(len);
+        let (list, offset) = match std::mem::replace(&mut self.mirror, Mirror::None) {
+            Mirror::Own { list, offset } if offset <= from => (list.into_bound(py), offset),
+            Mirror::Shared { list, offset, n } if offset <= from => {
+                // Only the part a read can reach is copied, not the parent's whole history.
+                let start = from.min(n).saturating_sub(MIRROR_SLACK).max(offset);
+                (list.bind(py).get_slice(start - offset, n - offset), start)
+            }
+            _ => {
+                let start = from.saturating_sub(MIRROR_SLACK);
+                let payloads = self.payloads_from(start).map(|p| p.bind(py));
+                (PyList::new(py, payloads)?, start)
+            }
         };
-        for p in self.payloads_from(list.len()) {
+        for p in self.payloads_from(offset + list.len()) {
             list.append(p.bind(py))?;
         }
         let list = list.unbind();
-        self.mirror = Mirror::Own(list.clone_ref(py));
-        Ok(list)
+        self.mirror = Mirror::Own {
+            list: list.clone_ref(py),
+            offset,
+        };
+        Ok((list, offset))
     }
 
-    /// A list whose first `self.len()` items are our messages, for slicing.
-    fn readable_mirror(&mut self, py: Python<'_>) -> PyResult<Py<PyList>> {
+    /// A list whose items from index 0 are our messages from `offset` (at most `from`) to
+    /// the newest, at least: `(list, offset)`, for slicing.
+    fn readable_mirror(&mut self, py: Python<'_>, from: usize) -> PyResult<(Py<PyList>, usize)> {
+        let len = self.len();
+        let from = from.min(len);
         match &self.mirror {
-            Mirror::Own(list) if list.bind(py).len() == self.len() => Ok(list.clone_ref(py)),
-            Mirror::Shared(list, n) if *n == self.len() => Ok(list.clone_ref(py)),
-            _ => self.own_mirror(py),
+            Mirror::Own { list, offset }
+                if *offset <= from && offset + list.bind(py).len() == len =>
+            {
+                Ok((list.clone_ref(py), *offset))
+            }
+            Mirror::Shared { list, offset, n } if *offset <= from && *n == len => {
+                Ok((list.clone_ref(py), *offset))
+            }
+            _ => self.own_mirror(py, from),
+        }
+    }
+
+    /// Where the mirror starts, if there is one.
+    fn mirror_offset(&self) -> Option<usize> {
+        match &self.mirror {
+            Mirror::None => None,
+            Mirror::Own { offset, .. } | Mirror::Shared { offset, .. } => Some(*offset),
         }
     }
 
     /// The mirror a snapshot or fork of the current (flushed) state may share.
     fn shareable_mirror(&self, py: Python<'_>) -> Mirror {
+        let len = self.len();
         match &self.mirror {
-            Mirror::Own(list) => Mirror::Shared(list.clone_ref(py), list.bind(py).len()),
-            Mirror::Shared(list, n) if *n == self.len() => Mirror::Shared(list.clone_ref(py), *n),
+            Mirror::Own { list, offset } if offset + list.bind(py).len() == len => Mirror::Shared {
+                list: list.clone_ref(py),
+                offset: *offset,
+                n: len,
+            },
+            Mirror::Shared { list, offset, n } if *n == len => Mirror::Shared {
+                list: list.clone_ref(py),
+                offset: *offset,
+                n: len,
+            },
             _ => Mirror::None,
         }
     }
@@ -227,8 +283,9 @@ impl PyMessageLog {
     fn copy(&self, py: Python<'_>, read_only: bool) -> PyResult<Self> {
         let mut state = self.state(py);
         state.flush(py);
-        if state.len() >= MIRROR_FROM {
-            state.readable_mirror(py)?;
+        let len = state.len();
+        if len >= MIRROR_FROM {
+            state.readable_mirror(py, len)?;
         }
         let copy = State::new(
             state.log.clone(),
@@ -245,18 +302,29 @@ impl PyMessageLog {
         start: usize,
         end: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let (list, len) = {
+        let (list, offset, start, end) = {
             let mut state = self.state(py);
             let len = state.len();
             if len < MIRROR_FROM {
                 return state.list(py, start, end.unwrap_or(len));
             }
-            (state.readable_mirror(py)?, len)
+            let end = end.unwrap_or(len).min(len);
+            let start = start.min(end);
+            if state
+                .mirror_offset()
+                .is_some_and(|o| start < o && end - start < len - o)
+            {
+                // Shorter than the mirror and before it (the pinned head of a window, say):
+                // read from the entries rather than rebuild the mirror from there, which
+                // would cost every snapshot taken per turn O(n).
+                return state.list(py, start, end);
+            }
+            let (list, offset) = state.readable_mirror(py, start)?;
+            (list, offset, start, end)
         };
-        // Sliced outside the lock: the list is only ever appended to, so its first `len`
-        // items stay what they were when the lock was held.
-        let end = end.unwrap_or(len).min(len);
-        Ok(list.bind(py).get_slice(start.min(end), end))
+        // Sliced outside the lock: the list is only ever appended to, so its items up to
+        // `end - offset` stay what they were when the lock was held; `offset <= start`.
+        Ok(list.bind(py).get_slice(start - offset, end - offset))
     }
 
     /// Apply an O(n) rewrite (replace_prefix, remove_turn) without holding the lock or the

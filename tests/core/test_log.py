@@ -61,6 +61,33 @@ def test_fork_is_independent_both_ways() -> None:
     assert len(parent) > 0
 
 
+@pytest.mark.parametrize("n", [64, 200, 1_000, 5_000])
+def test_a_fork_of_a_long_log_reads_what_it_holds(n: int) -> None:
+    """A long log's reads go through a list mirroring its newer part; a fork shares it, and
+    its first own write copies only what its reads reach. Every read, near or far, of the
+    fork, its parent and a snapshot still gives exactly their messages."""
+    history = [Message.user(str(i)) for i in range(n)]
+    log = MessageLog(history)
+    assert log.tail(10) == history[-10:]  # the mirror starts near the end
+    fork, snap = log.fork(), log.snapshot()
+    extra = [Message.assistant(f"fork {i}") for i in range(3)]
+    fork.extend(extra)
+    log.append(Message.user("parent"))
+    ours = history + extra
+    for limit in (1, 5, 60, 300):
+        assert fork.tail(limit) == ours[-limit:]
+        assert snap.tail(limit) == history[-limit:]
+    assert fork.to_list(n - 1, n + 2) == ours[n - 1 : n + 2]
+    assert fork.to_list() == ours  # from the first message: the mirror is rebuilt from there
+    assert fork.tail(4) == ours[-4:]
+    assert log.to_list() == [*history, log[-1]] and log[-1].text == "parent"
+    assert snap.to_list() == history
+    again = fork.fork()
+    again.append(Message.user("again"))
+    assert again.tail(5) == [*ours[-4:], again[-1]]
+    assert fork.tail(5) == ours[-5:]
+
+
 def test_extend_is_atomic_and_names_the_bad_message() -> None:
     log = MessageLog([Message.user("keep")])
     with pytest.raises(InvalidMessage) as err:

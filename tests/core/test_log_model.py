@@ -1,7 +1,9 @@
 """`MessageLog` against a plain-list model: appends are queued and indexed lazily, reads of a
 log of 64 messages or more go through a mirror list shared by snapshots and forks, shorter
 logs' reads are built from their entries — none of which may ever show. `grow` moves logs
-across that length both ways (rewrites and `clear` bring them back under it)."""
+across that length both ways (rewrites and `clear` bring them back under it), and far enough
+past it that a mirror starts after the first message (a short `tail` of a long log copies
+only the newer part, which a read from further back then rebuilds)."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ class LogModel(RuleBasedStateMachine):
             log.extend(messages)
             model.extend(messages)
 
-    @rule(i=logs, message=MESSAGES, n=st.integers(1, 70))
+    @rule(i=logs, message=MESSAGES, n=st.integers(1, 200))
     def grow(self, i: int, message: Message, n: int) -> None:
         log, model = self.pairs[i]
         if not log.read_only:
