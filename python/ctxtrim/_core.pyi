@@ -29,6 +29,7 @@ __all__ = [
     "compact_json",
     "copy_renderings",
     "cut_list",
+    "cut_log",
     "cut_window",
     "estimate_tokens",
     "frozen_json",
@@ -138,6 +139,16 @@ def cut_list(
     """The window a cut rule keeps of ``messages`` as a new list, or ``messages`` itself
     when it keeps everything (``cut_window`` and the slicing in one call). With ``tail``
     (a strategy's own), only what changed since its last call is read."""
+
+def cut_log(
+    log: MessageLog,
+    rule: Literal["budget", "turns", "rounds", "messages"],
+    value: int,
+    pin_task: bool,
+    start_with_user: bool,
+) -> tuple[list[Message], bool]:
+    """The window a cut rule keeps of the log as it is now (its queued appends indexed, the
+    cached counts used), as a new list, and whether it is over the budget."""
 
 @final
 class Tail:

@@ -494,15 +494,9 @@ class _CoreCut(_CutStrategy):
             return self(source)
         log = source.log if isinstance(source, MemoryContextStore) else source
         if isinstance(log, _core.MessageLog):
-            if not log.read_only:  # a read-only log is a snapshot already: it never changes
-                log = log.snapshot()
-            ranges, unchanged, _ = self._window(log)
-            if unchanged:
-                return log.to_list()
-            out: list[Message] = []
-            for a, b in ranges:  # the pinned head, then the suffix: two or three slices
-                out += log.to_list(a, b)
-            return out
+            # One call: the window of the log as it is now, whatever is written meanwhile.
+            value = getattr(self, self._value)
+            return _core.cut_log(log, self._rule, value, self.pin_task, self.start_with_user)[0]
         return None
 
     def _run(self, inp: _Input) -> _Outcome:

@@ -72,7 +72,7 @@ mod core_module {
     #[pymodule_export]
     use super::validate::{repair_plan, validate};
     #[pymodule_export]
-    use super::window::{cut_list, cut_window, PyTail};
+    use super::window::{cut_list, cut_log, cut_window, PyTail};
 
     use pyo3::prelude::*;
 

@@ -1,5 +1,5 @@
-//! `cut_window` and `cut_list`: one call into the core decides a cut strategy's window, on a
-//! list or a log; `Tail`, what a strategy keeps of the list it was last called on (the core's
+//! `cut_window`, `cut_list` and `cut_log`: one call into the core decides a cut strategy's
+//! window, on a list or a log; `Tail`, what a strategy keeps of the list it was last called on (the core's
 //! [`Tail`](crate::tail::Tail), keyed by the message objects).
 
 use parking_lot::Mutex;
@@ -182,6 +182,35 @@ impl PyTail {
 /// What a cut strategy called on a list returns: the window `rule` (as in [`cut_window`])
 /// keeps of `messages`, as a new list, or `messages` itself when it keeps everything.
 ///
+/// The one call a strategy on a `MessageLog` (or a `MemoryContextStore`'s) makes: the log's
+/// queued appends indexed and an O(1) clone of it taken under its lock, the window decided on
+/// the clone with the cached counts, and the kept messages read from the clone's entries, so
+/// the result is the window of the log as it was at the call whatever is written to it
+/// meanwhile (what a snapshot gives, without one). `(kept, over_budget)`.
+#[pyfunction]
+pub fn cut_log<'py>(
+    py: Python<'py>,
+    log: &Bound<'py, PyMessageLog>,
+    rule: &str,
+    #[pyo3(from_py_with = super::args::value)] value: u64,
+    pin_task: bool,
+    start_with_user: bool,
+) -> PyResult<(Bound<'py, PyList>, bool)> {
+    let rule = rule_of(rule, value)?;
+    let options = Options {
+        pin_task,
+        start_with_user,
+    };
+    let log = log.get().indexed_clone(py);
+    let window = decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()));
+    let kept = window
+        .ranges
+        .iter()
+        .flat_map(|&(a, b)| log.payloads(a, b))
+        .map(|p| p.bind(py));
+    Ok((PyList::new(py, kept)?, window.over_budget))
+}
+
 /// The one call a strategy on a plain list makes (`FitContextWindow(8000)(history)`): the
 /// decision and the slicing happen here, with no ranges handed back to Python in between.
 /// `tail` is the strategy's own: only what changed since its last call is read.
