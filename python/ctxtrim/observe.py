@@ -89,6 +89,7 @@ def _logger() -> logging.Logger:
 
     log = logging.getLogger("ctxtrim.trim")
     _made.append(log)
+    globals()["logger"] = log  # from now on a plain module attribute, as it was made before
     if isinstance(getattr(log, "_cache", None), dict):
         log._cache = _LevelCache()  # type: ignore[attr-defined]
         state.refresh()
