@@ -105,6 +105,21 @@ def _anthropic_concurrency() -> tuple[str]:
     return (str(default),)
 
 
+def _redis_pool() -> tuple[str]:
+    from ctxtrim.stores import RedisContextStore
+
+    default = inspect.signature(RedisContextStore.open).parameters["max_connections"].default
+    return (str(default),)
+
+
+def _genai_prices() -> tuple[str]:
+    import ctxtrim.models
+
+    found = re.search(r"``genai-prices`` package, version ([\d.]+)", ctxtrim.models.__doc__ or "")
+    assert found, "ctxtrim.models no longer names the genai-prices version of its windows"
+    return (found[1],)
+
+
 FACTS = [
     Fact(
         "the quickstart's agent loop",
@@ -171,6 +186,22 @@ FACTS = [
         "AnthropicTokenCounter's concurrency",
         r"sends at most `max_concurrency` \((\d+)\) requests at once",
         _anthropic_concurrency,
+    ),
+    Fact(
+        "the cached logs' default cap",
+        r"`ctxtrim\.stores\.log_caches\.limit_bytes` of stored messages \(their JSON size; "
+        r"default\s+(\d+) MiB",
+        _const("ctxtrim.stores._common", "DEFAULT_LOG_CACHE_BYTES", 1 << 20),
+    ),
+    Fact(
+        "the Redis store's pool size",
+        r"is blocking \(`max_connections`, default (\d+)\)",
+        _redis_pool,
+    ),
+    Fact(
+        "the genai-prices data the model table was written from",
+        r"The windows come from the `genai-prices` ([\d.]+) data",
+        _genai_prices,
     ),
     Fact(
         "the strategy oracle's default run",
