@@ -1,6 +1,7 @@
 """The release build ships a stripped extension: Cargo's release profile strips it, and
-scripts/check_wheel.py (run by ``make wheel`` on every wheel it builds) refuses a wheel
-whose extension still carries a symbol table or debug info."""
+scripts/check_wheel.py (run by ``make wheel`` on every wheel it builds, and by the release
+workflow on the wheels it publishes) refuses a wheel whose extension still carries a
+symbol table or debug info."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def test_the_release_profile_strips_the_extension() -> None:
     assert re.search(r'^strip = ("symbols"|"debuginfo"|true)$', release, re.M), release
     assert "make wheel" in SCRIPT.read_text()
     assert "scripts/check_wheel.py dist/ctxtrim-*.whl" in (ROOT / "Makefile").read_text()
+    release = (ROOT / ".github" / "workflows" / "release.yml").read_text()
+    assert "python scripts/check_wheel.py dist/*.whl" in release  # the published wheels too
 
 
 @pytest.fixture
