@@ -4,6 +4,7 @@ what the main job needs."""
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -88,18 +89,19 @@ def loaded_after(code: str) -> list[list[str]]:
     """Run ``code`` in a fresh interpreter; at each ``probe()`` in it, which of HEAVY are
     loaded."""
     script = f"""
-import json, sys
+import sys
 HEAVY = {HEAVY!r}
 def probe():
-    print(json.dumps([h for h in HEAVY if h in sys.modules]))
+    print(repr([h for h in HEAVY if h in sys.modules]))  # repr: the probe loads no json
 probe()
 {code}
 """
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     ).stdout.splitlines()
-    first, *rest = map(json.loads, out)
-    return [[h for h in probed if h not in first] for probed in rest]  # the probe's own: json
+    first, *rest = map(ast.literal_eval, out)
+    assert first == []  # the bare interpreter loads none of them
+    return rest
 
 
 def test_import_ctxtrim_is_light_until_a_store_or_compaction_is_used() -> None:
