@@ -13,7 +13,7 @@ help: ## list the targets
 install: ## install the package and its dev extra (editable, debug build)
 	$(PYTHON) -m pip install -e '.[dev]'
 
-wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014) + sdist in dist/; needs maturin, ziglang, auditwheel
+wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014, extension stripped) + sdist in dist/; needs maturin, ziglang, auditwheel
 	@for m in maturin ziglang auditwheel; do $(PYTHON) -c "import $$m" 2>/dev/null \
 	    || { echo "make wheel: $(PYTHON) has no $$m: pip install maturin ziglang auditwheel (the build extra)" >&2; exit 1; }; done
 	@set -e; pys=""; for v in $(WHEEL_VERSIONS); do \
@@ -28,6 +28,7 @@ wheel: ## release wheels (one per CPython in WHEEL_VERSIONS, manylinux2014) + sd
 	    $(PYTHON) -m auditwheel show "$$w" | tr '\n' ' ' | grep -q 'consistent with the following platform tag: "manylinux_2_17_x86_64"' \
 	        || { $(PYTHON) -m auditwheel show "$$w"; echo "make wheel: $$w is not manylinux_2_17" >&2; exit 1; }; \
 	    echo "$$w: manylinux_2_17_x86_64 (auditwheel show), $$(du -k "$$w" | cut -f1) KB"; done
+	$(PYTHON) scripts/check_wheel.py dist/ctxtrim-*.whl
 
 build-dev: ## rebuild the extension in place (debug build)
 	@rm -f python/ctxtrim/_core*.so

@@ -11,6 +11,10 @@ list kept here. ``make docs`` builds the site and checks its links (LinkChecker)
 from __future__ import annotations
 
 import importlib
+
+# Loaded before ctxtrim, as in an application that logs: ctxtrim.observe then makes its
+# logger at import, and its `logger` is documented with its value.
+import logging  # noqa: F401
 import pkgutil
 import sys
 from pathlib import Path

@@ -10,12 +10,6 @@ call cut from its result.
 from typing import TYPE_CHECKING, Any
 
 from ctxtrim._core import MessageLog, TurnCounter, TurnId, __version__
-from ctxtrim.clearing import (
-    ClearThinking,
-    ClearToolResults,
-    KeepRecentImages,
-    TruncateToolOutputs,
-)
 from ctxtrim.errors import (
     CompactionError,
     CompactionSettingsError,
@@ -72,6 +66,12 @@ from ctxtrim.tokens import (
 from ctxtrim.validate import Violation, repair, validate
 
 if TYPE_CHECKING:
+    from ctxtrim.clearing import (
+        ClearThinking,
+        ClearToolResults,
+        KeepRecentImages,
+        TruncateToolOutputs,
+    )
     from ctxtrim.compaction import (
         AutoCompactStore,
         CompactionEvent,
@@ -82,8 +82,15 @@ if TYPE_CHECKING:
     from ctxtrim.stores import SQLiteContextStore
 
 # Imported on first use: compaction brings asyncio, the SQLite store sqlite3 and a thread
-# pool, which a process that only trims never needs (``import ctxtrim`` stays light).
+# pool, which a process that only trims never needs (``import ctxtrim`` stays light); the
+# in-place strategies bring their trigger specs (``ctxtrim.triggers``), which a process that
+# only cuts never needs. ``validate`` stays eager: it is also the name of its module, which
+# an import of ``ctxtrim.validate`` would otherwise leave in its place.
 _LAZY = {
+    "ClearThinking": "ctxtrim.clearing",
+    "ClearToolResults": "ctxtrim.clearing",
+    "KeepRecentImages": "ctxtrim.clearing",
+    "TruncateToolOutputs": "ctxtrim.clearing",
     "AutoCompactStore": "ctxtrim.compaction",
     "CompactionEvent": "ctxtrim.compaction",
     "CompletionTransport": "ctxtrim.compaction",
@@ -103,6 +110,11 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups find it directly
     return value
+
+
+def __dir__() -> list[str]:
+    # Every public name, the ones not imported yet included.
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

@@ -18,23 +18,33 @@ the standard library signals by clearing each logger's level cache (``setLevel``
 ``logging.disable``, ``dictConfig``). A watched call runs with a report (its cost: the
 report's pass over the history's cached counts), so turning watching on makes trims dearer
 and leaves them the same; a listener that raises is logged and does not fail the trim.
+
+``import ctxtrim`` does not import :mod:`logging` (``import ctxtrim`` stays light): when
+logging is already loaded the logger is made and hooked at import, as before; otherwise
+:data:`state` says "watching" until the first strategy call (or the first use of
+:data:`logger` or :func:`add_listener`) makes and hooks the logger, then says what is true.
+Nobody can have configured the ``ctxtrim.trim`` logger before logging was imported, and any
+change after the hook clears the cache it watches, so the flag is never wrong once a call
+has read it; the price is that first call's report pass, once a process.
 """
 
 from __future__ import annotations
 
-import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import logging
+
     from ctxtrim.compaction import CompactionEvent
     from ctxtrim.strategies import TrimReport
 
-__all__ = ["TrimEvent", "add_listener", "logger", "state"]
+    logger: logging.Logger
 
-logger = logging.getLogger("ctxtrim.trim")
+__all__ = ["TrimEvent", "add_listener", "logger", "state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +70,31 @@ class _State:
         self.watching = True  # until the first refresh says otherwise
 
     def refresh(self) -> None:
-        self.watching = bool(self.listeners) or logger.isEnabledFor(logging.DEBUG)
+        log = _logger()
+        self.watching = bool(self.listeners) or log.isEnabledFor(_DEBUG)
 
 
 #: The one flag the strategies test per call.
 state = _State()
+
+_DEBUG = 10  # logging.DEBUG, without importing logging to name it
+_made: list[logging.Logger] = []  # the ``ctxtrim.trim`` logger, once made and hooked
+
+
+def _logger() -> logging.Logger:
+    """The ``ctxtrim.trim`` logger; the first call imports logging and hooks its level cache."""
+    if _made:
+        return _made[0]
+    import logging
+
+    log = logging.getLogger("ctxtrim.trim")
+    _made.append(log)
+    globals()["logger"] = log  # from now on a plain module attribute, as it was made before
+    if isinstance(getattr(log, "_cache", None), dict):
+        log._cache = _LevelCache()  # type: ignore[attr-defined]
+        state.refresh()
+    # else (a Python whose loggers keep no such cache): always watching, always correct.
+    return log
 
 
 class _LevelCache(dict[int, bool]):
@@ -78,10 +108,14 @@ class _LevelCache(dict[int, bool]):
         state.refresh()
 
 
-if isinstance(getattr(logger, "_cache", None), dict):
-    logger._cache = _LevelCache()  # type: ignore[attr-defined]
-    state.refresh()
-# else (a Python whose loggers keep no such cache): always watching, always correct.
+def __getattr__(name: str) -> Any:
+    if name == "logger":
+        return _logger()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if "logging" in sys.modules:  # loaded anyway: hook now, and the flag is right from the start
+    _logger()
 
 
 def add_listener(listener: Listener) -> Callable[[], None]:
@@ -99,12 +133,13 @@ def add_listener(listener: Listener) -> Callable[[], None]:
 
 def watched(call: Callable[[], tuple[Any, TrimReport]]) -> tuple[Any, TrimReport]:
     """Run ``call`` (a strategy's run with its report) and tell the watchers."""
+    log = _logger()  # the first call of a process without logging makes it here
     start = time.time_ns()
     began = time.perf_counter_ns()
     out, report = call()
     event = TrimEvent(report, start, time.perf_counter_ns() - began)
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("%s", _line(event))
+    if log.isEnabledFor(_DEBUG):
+        log.debug("%s", _line(event))
     _tell(event)
     return out, report
 
@@ -120,7 +155,7 @@ def _tell(event: TrimEvent | CompactionEvent) -> None:
         try:
             listener(event)
         except Exception:
-            logger.exception("a ctxtrim listener failed on %r", type(event).__name__)
+            _logger().exception("a ctxtrim listener failed on %r", type(event).__name__)
 
 
 def _line(event: TrimEvent) -> str:

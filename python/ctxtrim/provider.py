@@ -40,7 +40,6 @@ of a pair the table does not know, so the readers refuse it, naming the type.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 from collections.abc import Callable, Mapping
@@ -363,6 +362,8 @@ def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
             payload = file.get("file_data")
     if not isinstance(payload, str):
         return "", UNKNOWN_DOCUMENT_TOKENS
+    import base64  # here: only an inline document needs it, and ``import ctxtrim`` stays light
+
     _, comma, encoded = payload.rpartition(",")  # a data URL, or bare base64
     try:
         raw = base64.b64decode(encoded if comma else payload, validate=False)
@@ -391,6 +392,8 @@ def _media(data: Mapping[str, Any]) -> tuple[str, int, int]:
         return "", 0, 1
     payload = blob.get("data") if inline else None
     if isinstance(payload, str) and (mime == "application/pdf" or mime.startswith("text/")):
+        import base64
+
         try:
             raw = base64.b64decode(payload.replace("-", "+").replace("_", "/"), validate=False)
         except (binascii.Error, ValueError):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 from abc import ABC
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, overload
 
 from ctxtrim import _core
@@ -174,14 +174,19 @@ class _Input:
         return _count(self.counter, message)
 
 
-@dataclass(frozen=True, slots=True)
+# The two private records below are plain slotted classes, not dataclasses: a dataclass
+# is built at import by generating and compiling its methods, which ``import ctxtrim`` paid
+# for records no user sees (the public reports stay dataclasses).
 class _Head:
     """The pinned head: ``ranges`` are always kept; the kept suffix starts at ``floor`` or
     later; ``has_user`` says whether the head already puts a user message first."""
 
-    ranges: tuple[tuple[int, int], ...]
-    floor: int
-    has_user: bool
+    __slots__ = ("floor", "has_user", "ranges")
+
+    def __init__(self, ranges: tuple[tuple[int, int], ...], floor: int, has_user: bool) -> None:
+        self.ranges = ranges
+        self.floor = floor
+        self.has_user = has_user
 
     def tokens(self, log: _core.MessageLog) -> int:
         return sum(log.tokens(a, b) for a, b in self.ranges)
@@ -203,18 +208,28 @@ def _pinned_head(inp: _Input, pin_task: bool) -> _Head:
     return _Head(ranges, floor, True)
 
 
-@dataclass(slots=True)
 class _Outcome:
     """A strategy's result: output messages with the input index each came from (``None``
     for a message the strategy made, e.g. a placeholder), the input indices rewritten in
     place, and budget facts."""
 
-    messages: list[Message]
-    origin: list[int | None]
-    changed: set[int] = field(default_factory=set)
-    budget: int | None = None
-    over_budget: bool = False
-    over_count: int = 0
+    __slots__ = ("budget", "changed", "messages", "origin", "over_budget", "over_count")
+
+    def __init__(
+        self,
+        messages: list[Message],
+        origin: list[int | None],
+        changed: set[int] | None = None,
+        budget: int | None = None,
+        over_budget: bool = False,
+        over_count: int = 0,
+    ) -> None:
+        self.messages = messages
+        self.origin = origin
+        self.changed: set[int] = set() if changed is None else changed
+        self.budget = budget
+        self.over_budget = over_budget
+        self.over_count = over_count
 
 
 def _unchanged(inp: _Input) -> _Outcome:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
-import json
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -162,6 +161,8 @@ class TextTokenCounter:
         return n
 
     def count_message(self, message: Message) -> int:
+        import json  # here, not at the top: only this counter needs it
+
         from ctxtrim.messages import (
             ImageBlock,
             ReasoningBlock,

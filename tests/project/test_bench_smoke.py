@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +168,26 @@ def test_drive_refuses_a_coroutine_that_suspends() -> None:
 
     with pytest.raises(RuntimeError, match="suspended"):
         bench.drive(sleeps())
+
+
+def test_the_import_time_script_measures_every_statement() -> None:
+    """benches/import_time.py in one run: a row per statement, with its module count (the
+    times are not asserted)."""
+    script = Path(__file__).resolve().parents[2] / "benches" / "import_time.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--runs", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout.splitlines()
+    spec = importlib.util.spec_from_file_location("import_time", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = {line[: line.index("  ")]: line.split() for line in out[2:]}
+    assert list(rows) == list(module.STATEMENTS)
+    modules = {name: int(row[-1]) for name, row in rows.items()}
+    assert modules["bare interpreter (pass)"] == 0
+    assert 0 < modules["import msgspec (the dependency)"] < modules["import ctxtrim"]
+    assert modules["import ctxtrim"] <= modules["import ctxtrim.cli (ctxtrim --help)"]

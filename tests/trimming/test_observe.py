@@ -4,6 +4,8 @@ no work at all while nobody watches."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -205,3 +207,30 @@ async def test_opentelemetry_gets_a_span_per_call_and_counters(otel: tuple[Any, 
     assert [(p.attributes["ctxtrim.kind"], p.value) for p in points["ctxtrim.compactions"]] == [
         ("compacted", 1)
     ]
+
+
+def test_a_process_without_logging_makes_the_logger_on_its_first_trim() -> None:
+    """``import ctxtrim`` does not import logging; the first trim makes and hooks the
+    ``ctxtrim.trim`` logger, and from then on the flag follows the logging configuration
+    (a level set later, a listener) exactly as when logging was loaded first."""
+    code = """
+import sys
+from ctxtrim import FitContextWindow, Message, observe
+h = [Message.system("s"), Message.user("task")] + [Message.assistant(f"r{i}") for i in range(9)]
+print("logging" in sys.modules, observe.state.watching)   # not yet known: the safe answer
+FitContextWindow(8)(h)
+print("logging" in sys.modules, observe.state.watching)
+import logging
+logging.basicConfig(stream=sys.stdout, format="%(name)s %(message)s")
+logging.getLogger("ctxtrim").setLevel(logging.DEBUG)
+print(observe.state.watching)
+FitContextWindow(8)(h)
+logging.getLogger("ctxtrim").setLevel(logging.WARNING)
+print(observe.state.watching, observe.logger is logging.getLogger("ctxtrim.trim"))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out[:3] == ["False True", "True False", "True"]
+    assert out[3].startswith("ctxtrim.trim FitContextWindow(8): 11 -> ")
+    assert out[4:] == ["False True"]
