@@ -127,7 +127,7 @@ fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<ChatMessage>, A::E
 }
 
 /// Any JSON value, read in full (so its numbers and strings are checked) and dropped.
-struct Any;
+pub(crate) struct Any;
 
 impl<'de> Deserialize<'de> for Any {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
@@ -191,14 +191,14 @@ impl Field {
     }
 }
 
-fn once<T, E: Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
+pub(crate) fn once<T, E: Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
     if slot.replace(value).is_some() {
         return Err(E::custom("duplicate key"));
     }
     Ok(())
 }
 
-fn nonempty<E: Error>(s: String) -> Result<String, E> {
+pub(crate) fn nonempty<E: Error>(s: String) -> Result<String, E> {
     if s.is_empty() {
         return Err(E::custom("empty"));
     }

@@ -29,6 +29,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod anthropic_json;
 pub mod chat_json;
 pub mod column;
 pub mod cuts;

@@ -20,6 +20,7 @@ __all__ = [
     "TurnId",
     "__version__",
     "anthropic_fast_prefix",
+    "anthropic_json_fast",
     "anthropic_render",
     "autogen_skeletons",
     "chat_fast",
@@ -207,6 +208,10 @@ def anthropic_fast_prefix(system: object, items: list[Any]) -> tuple[list[Messag
     """The longest prefix of Anthropic ``items`` in common shapes, after ``system`` (read
     first if a string; any other non-``None`` system prompt makes it read nothing):
     ``(messages, next)``."""
+
+def anthropic_json_fast(data: bytes) -> list[Message] | None:
+    """The messages of Anthropic JSON ``data`` (a message array, or a request body with a
+    string ``system`` first) when all are in common shapes, else ``None``."""
 
 def anthropic_render(message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as its Anthropic message dict (in

@@ -32,7 +32,7 @@ use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text};
 /// "message", "n": 1, "form": "str"}]}`), frozen once: messages share it (it never changes).
 static STR_FORM: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-fn str_form(py: Python<'_>) -> PyResult<&Py<PyAny>> {
+pub(super) fn str_form(py: Python<'_>) -> PyResult<&Py<PyAny>> {
     STR_FORM.get_or_try_init(py, || {
         let unit = PyDict::new(py);
         unit.set_item("t", "message")?;

@@ -7,6 +7,7 @@
 //! Python objects and core types live in `convert`; all algorithms live in the core.
 
 mod anthropic;
+mod anthropic_json;
 mod args;
 mod autogen;
 mod chat;
@@ -38,6 +39,8 @@ use pyo3::prelude::*;
 mod core_module {
     #[pymodule_export]
     use super::anthropic::{anthropic_fast_prefix, anthropic_render};
+    #[pymodule_export]
+    use super::anthropic_json::anthropic_json_fast;
     #[pymodule_export]
     use super::autogen::autogen_skeletons;
     #[pymodule_export]

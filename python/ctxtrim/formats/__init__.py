@@ -45,7 +45,7 @@ from ctxtrim.provider import SPECS
 
 from ._common import RAW_ARGUMENTS, tname
 from ._kept import check_nothing_vanished
-from .anthropic import from_anthropic, to_anthropic, to_anthropic_json
+from .anthropic import from_anthropic, from_anthropic_json, to_anthropic, to_anthropic_json
 from .gemini import from_gemini, to_gemini, to_gemini_json
 from .openai_chat import (
     from_openai_chat,
@@ -67,6 +67,7 @@ __all__ = [
     "detect",
     "dump",
     "from_anthropic",
+    "from_anthropic_json",
     "from_ctxtrim",
     "from_gemini",
     "from_openai_chat",

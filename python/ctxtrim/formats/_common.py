@@ -428,3 +428,16 @@ def render_provider(block: ProviderBlock, target: str, path: str) -> dict[str, A
         f"{FORMAT_NAMES[target]} format",
         path,
     )
+
+
+def utf8_bytes(data: object) -> bytes | None:
+    """JSON text given to a ``from_*_json`` reader as UTF-8 bytes for the core's reader, or
+    None (then ``json.loads`` alone reads it, and names what is wrong)."""
+    if isinstance(data, str):
+        try:
+            return data.encode()
+        except UnicodeEncodeError:  # a lone surrogate: json.loads decides
+            return None
+    if isinstance(data, bytearray):
+        return bytes(data)
+    return None

@@ -35,6 +35,7 @@ written back, so ``to_anthropic(from_anthropic(body)) == body`` for the fragment
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -74,9 +75,16 @@ from ._common import (
     render_provider,
     required,
     units_for,
+    utf8_bytes,
 )
 
-__all__ = ["KEY", "from_anthropic", "to_anthropic", "to_anthropic_json"]
+__all__ = [
+    "KEY",
+    "from_anthropic",
+    "from_anthropic_json",
+    "to_anthropic",
+    "to_anthropic_json",
+]
 
 #: The ``Message.meta`` key holding the Anthropic fields ctxtrim has no place for.
 KEY = "anthropic"
@@ -277,6 +285,24 @@ def from_anthropic(data: Any, *, system: Any = None) -> list[Message]:
             unit["keys"] = keys
         out.append(make_message(role, blocks, [unit], key=KEY, default=_default, path=path))
     return out
+
+
+def from_anthropic_json(data: bytes | bytearray | str, *, system: Any = None) -> list[Message]:
+    """:func:`from_anthropic` of JSON text (a request body as it arrives, or its
+    ``messages`` array), for servers that read raw bodies: the same messages and the same
+    errors as ``from_anthropic(json.loads(data), system=system)``, which is what it runs for
+    anything but the common shapes. Those (string or text content, tool calls, tool results
+    of text, a string system prompt: what agents send on every turn) are read from the bytes
+    in the core, with no dicts in between. Text that is not JSON raises
+    :class:`json.JSONDecodeError`, as ``json.loads`` does.
+    """
+    if system is None:
+        raw = data if type(data) is bytes else utf8_bytes(data)
+        if raw is not None:
+            fast = _core.anthropic_json_fast(raw)
+            if fast is not None:
+                return fast
+    return from_anthropic(json.loads(data), system=system)
 
 
 # --------------------------------------------------------------------------------------------

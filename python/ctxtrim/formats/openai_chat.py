@@ -73,6 +73,7 @@ from ._common import (
     render_provider,
     required,
     units_for,
+    utf8_bytes,
     verbatim,
 )
 
@@ -352,24 +353,12 @@ def from_openai_chat_json(
     agents send on every turn) are read from the bytes in the core, with no dicts in between.
     Text that is not JSON raises :class:`json.JSONDecodeError`, as ``json.loads`` does.
     """
-    raw = data if type(data) is bytes else _as_bytes(data)
+    raw = data if type(data) is bytes else utf8_bytes(data)
     if raw is not None:
         fast = _core.chat_json_fast(RAW_ARGUMENTS, raw)
         if fast is not None:
             return fast
     return from_openai_chat(json.loads(data), raw_arguments=raw_arguments)
-
-
-def _as_bytes(data: object) -> bytes | None:
-    """``data`` as UTF-8 bytes for the core's reader, or None (for ``json.loads`` alone)."""
-    if isinstance(data, str):
-        try:
-            return data.encode()
-        except UnicodeEncodeError:  # a lone surrogate: json.loads decides
-            return None
-    if isinstance(data, bytearray):
-        return bytes(data)
-    return None
 
 
 # --------------------------------------------------------------------------------------------
