@@ -288,7 +288,8 @@ async def compact_context(
     :mod:`ctxtrim.models`). ``summary_input_tokens`` caps what the summariser is sent (the
     newest pair-safe part of the span that fits; the summary still covers the whole span).
     Raises :class:`~ctxtrim.errors.CompactionError` when the transport fails, times out
-    (``timeout`` seconds; ``None`` waits forever) or returns nothing, and :class:`~ctxtrim.errors.CompactionSettingsError` for bad settings.
+    (``timeout`` seconds; ``None`` waits forever) or returns nothing, and
+    :class:`~ctxtrim.errors.CompactionSettingsError` for bad settings.
     """
     _check_int("max_messages", max_messages, 0)
     _check_int("keep_recent", keep_recent, 0)
