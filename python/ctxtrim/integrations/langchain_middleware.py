@@ -1,0 +1,448 @@
+"""Pair-safe, fast drop-ins for LangChain v1's ``SummarizationMiddleware`` and
+``ContextEditingMiddleware`` (with ``ClearToolUsesEdit``): same constructor arguments, same
+state updates and model requests on valid histories.
+
+Change the import, keep the call::
+
+    from ctxtrim.integrations.langchain_middleware import (
+        ClearToolUsesEdit, ContextEditingMiddleware, SummarizationMiddleware,
+    )
+    agent = create_agent(model, tools, middleware=[SummarizationMiddleware(model, trigger=...)])
+
+Both subclass LangChain's classes, so every argument, attribute and hook is LangChain's;
+what changes is how the decision is made on every model call (the common turn, with nothing
+to summarise or clear), and where a cut may fall:
+
+* **Counted once per message.** With the default ``count_tokens_approximately`` counter the
+  count is kept per history: when a turn's list extends the list of the previous turn (the
+  same message objects, or equal ones, in front; one C-level list comparison), only the new
+  messages are counted and given ids. The total is the one LangChain computes, to the token,
+  including the scaling by the last AI message's reported usage. Any other ``token_counter``
+  (or one set on the instance later) is called on the whole list, as LangChain does.
+* **Pair-safe cuts.** The summarised span ends on a safe cut of ctxtrim's core
+  (:class:`ctxtrim.MessageLog` on a skeleton of each message: role and tool-call ids): never
+  a ``ToolMessage`` kept without its ``AIMessage``, never an ``AIMessage`` kept whose
+  ``tool_calls`` lost a result to the summary. LangChain moves back only when the cut lands
+  on a ``ToolMessage``; on histories where results follow their call at once the two agree.
+  The messages sent to the summariser are trimmed by ctxtrim's pair-safe ``trim_messages``
+  (langchain-core's leads with an orphan ``ToolMessage``: langchain-ai/langchain#33245).
+* **No deep copy per call.** ``ContextEditingMiddleware`` deep-copies the whole history on
+  every model call so that edits cannot touch the state; this one's ``ClearToolUsesEdit``
+  never mutates a message (it puts edited copies in the list), so a shallow copy is
+  enough. A LangChain edit (or any other ``ContextEdit``) in ``edits`` still gets a deep
+  copy. ``clear_at_least`` is checked on per-message counts, not a recount of the whole
+  list after each cleared result.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from copy import deepcopy
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ctxtrim._core import MessageLog
+from ctxtrim.integrations._common import missing_extra
+from ctxtrim.integrations.langchain import to_skeleton
+from ctxtrim.integrations.langchain import trim_messages as _pair_safe_trim
+
+try:
+    from langchain.agents.middleware import context_editing as _lc_editing
+    from langchain.agents.middleware import summarization as _lc_summarization
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import (
+        AIMessage,
+        AnyMessage,
+        BaseMessage,
+        RemoveMessage,
+        ToolMessage,
+    )
+    from langchain_core.messages.utils import count_tokens_approximately
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.runtime import Runtime
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("langchain", "langchain", _err) from _err
+
+__all__ = ["ClearToolUsesEdit", "ContextEditingMiddleware", "SummarizationMiddleware"]
+
+DEFAULT_TOOL_PLACEHOLDER = _lc_editing.DEFAULT_TOOL_PLACEHOLDER
+TokenCounter = Callable[[Sequence[BaseMessage]], int]
+
+# -- counting once per message -----------------------------------------------------------------
+
+_SCALING = "use_usage_metadata_scaling"
+_MEMOS = 64  # histories remembered per counter (one middleware serves many threads)
+
+
+def _approximate_keywords(counter: object) -> dict[str, Any] | None:
+    """The keywords of ``counter`` when it is langchain-core's ``count_tokens_approximately``
+    (plain or a ``functools.partial`` of it with keyword arguments only), else None."""
+    if counter is count_tokens_approximately:
+        return {}
+    if (
+        isinstance(counter, functools.partial)
+        and counter.func is count_tokens_approximately
+        and not counter.args
+        and set(counter.keywords) <= {_SCALING, "chars_per_token", "extra_tokens_per_message"}
+    ):
+        return dict(counter.keywords)
+    return None
+
+
+@dataclass
+class _Scan:
+    """What ``count_tokens_approximately`` accumulates over a list, after its first
+    ``len(prefix)`` messages (``prefix`` keeps them, to recognise the next list)."""
+
+    prefix: list[BaseMessage]
+    tokens: int = 0  # the unscaled sum of the per-message counts
+    provider: Any = None
+    mixed: bool = False
+    last_total: int | None = None
+    at_last: int = 0
+
+
+class _ApproximateCounter:
+    """``count_tokens_approximately(messages, **keywords)``, the same number, computed on
+    the messages a list adds to the list of an earlier call (per history, by the first
+    message's id) instead of on the whole list.
+
+    A message's count is ``count_tokens_approximately([message])`` (integral: LangChain
+    rounds up per message "so that individual message token counts add up to the total");
+    the usage scaling is replayed from the running state LangChain's loop keeps.
+    """
+
+    def __init__(self, keywords: dict[str, Any]) -> None:
+        self.keywords = dict(keywords)
+        self.scaling = bool(keywords.get(_SCALING, False))
+        one = {k: v for k, v in keywords.items() if k != _SCALING}
+        self.one: Callable[[list[BaseMessage]], float] = functools.partial(
+            count_tokens_approximately, **one
+        )
+        self._memos: dict[str, _Scan] = {}
+        self._lock = threading.Lock()
+
+    def message(self, message: BaseMessage) -> int:
+        return int(self.one([message]))
+
+    def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        return self.count(messages)
+
+    def count(self, messages: Sequence[Any], *, ensure_ids: bool = False) -> int:
+        """The count of ``messages``; with ``ensure_ids`` the messages it has not seen get
+        an id first, as ``SummarizationMiddleware._ensure_message_ids`` gives them."""
+        if not isinstance(messages, list) or not all_base(messages):
+            return int(count_tokens_approximately(messages, **self.keywords))
+        if ensure_ids and messages and messages[0].id is None:
+            messages[0].id = str(uuid.uuid4())
+        key = messages[0].id if messages else None
+        if not isinstance(key, str):  # nothing to know the history by: count it whole
+            return int(count_tokens_approximately(messages, **self.keywords))
+        scan = self._memos.get(key)
+        k = len(scan.prefix) if scan is not None else 0
+        if scan is None or len(messages) < k or messages[:k] != scan.prefix:
+            scan, k = _Scan([]), 0
+        else:
+            scan = _Scan(
+                scan.prefix, scan.tokens, scan.provider, scan.mixed, scan.last_total, scan.at_last
+            )
+        new = messages[k:]
+        if ensure_ids:
+            for m in new:
+                if m.id is None:
+                    m.id = str(uuid.uuid4())
+        for m in new:
+            scan.tokens += self.message(m)
+            if self.scaling and isinstance(m, AIMessage):
+                provider = m.response_metadata.get("model_provider")
+                if scan.provider is None:
+                    scan.provider = provider
+                elif provider != scan.provider:
+                    scan.mixed = True
+                usage = m.usage_metadata
+                total = usage.get("total_tokens") if usage else None
+                if isinstance(total, int):
+                    scan.last_total, scan.at_last = total, scan.tokens
+        scan.prefix = list(messages)
+        with self._lock:
+            if key not in self._memos and len(self._memos) >= _MEMOS:
+                self._memos.pop(next(iter(self._memos)))
+            self._memos[key] = scan
+        tokens: float = scan.tokens
+        if (
+            self.scaling
+            and len(messages) > 1
+            and not scan.mixed
+            and scan.provider is not None
+            and scan.last_total is not None
+            and scan.at_last > 0
+        ):
+            tokens *= min(1.25, max(1.0, scan.last_total / scan.at_last))
+        return math.ceil(tokens)
+
+
+def all_base(messages: list[Any]) -> bool:
+    """Whether the list holds message objects (not dicts or tuples to convert)."""
+    return all(isinstance(m, BaseMessage) for m in messages)
+
+
+def _safe_cut(messages: Sequence[BaseMessage], cutoff: int) -> int:
+    """The pair-safe cut for a summary ending before ``cutoff``: the nearest safe cut of the
+    core at or before it, then past any ``ToolMessage`` whose call is nowhere (an orphan is
+    summarised, as LangChain's fallback does, rather than kept first)."""
+    n = len(messages)
+    if cutoff >= n:
+        return cutoff
+    log = MessageLog([to_skeleton(m, i) for i, m in enumerate(messages)])
+    cut = log.safe_cut_at_or_before(max(0, cutoff))
+    while cut < n and isinstance(messages[cut], ToolMessage) and log.is_safe_cut(cut + 1):
+        cut += 1
+    return cut
+
+
+# -- SummarizationMiddleware -------------------------------------------------------------------
+
+
+class SummarizationMiddleware(_lc_summarization.SummarizationMiddleware):
+    """LangChain's ``SummarizationMiddleware``, deciding in O(new messages) a turn with the
+    default counter and cutting only at pair-safe indices (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        trigger: Any = None,
+        keep: Any = ("messages", _lc_summarization._DEFAULT_MESSAGES_TO_KEEP),
+        token_counter: _lc_summarization.TokenCounter = count_tokens_approximately,
+        summary_prompt: str = _lc_summarization.DEFAULT_SUMMARY_PROMPT,
+        trim_tokens_to_summarize: int | None = _lc_summarization._DEFAULT_TRIM_TOKEN_LIMIT,
+        summarizer: Any = None,
+        **deprecated_kwargs: Any,
+    ) -> None:
+        super().__init__(
+            model,
+            trigger=trigger,
+            keep=keep,
+            token_counter=token_counter,
+            summary_prompt=summary_prompt,
+            trim_tokens_to_summarize=trim_tokens_to_summarize,
+            summarizer=summarizer,
+            **deprecated_kwargs,
+        )
+        self._counted_for: object = None
+        self._counter: _ApproximateCounter | None = None
+
+    def _fast_counter(self) -> _ApproximateCounter | None:
+        """The per-message counter standing for ``self.token_counter``, when it is the
+        approximate one (looked at each call: tests and users may swap it)."""
+        counter = self.token_counter
+        if counter is not self._counted_for:
+            keywords = _approximate_keywords(counter)
+            self._counter = None if keywords is None else _ApproximateCounter(keywords)
+            self._counted_for = counter
+        return self._counter
+
+    def _decide(self, state: Any) -> tuple[list[AnyMessage], int] | None:
+        """The messages and the cutoff when a summary is due, else None."""
+        messages = state["messages"]
+        fast = self._fast_counter()
+        if fast is not None and isinstance(messages, list):
+            total = fast.count(messages, ensure_ids=True)
+        else:
+            self._ensure_message_ids(messages)
+            total = self.token_counter(messages)
+        if not self._should_summarize(messages, total):
+            return None
+        cutoff = self._determine_cutoff_index(messages)
+        if cutoff <= 0:
+            return None
+        return messages, cutoff
+
+    def _update(self, preserved: list[AnyMessage], summary: str) -> dict[str, Any]:
+        return {
+            "messages": [
+                RemoveMessage(id=REMOVE_ALL_MESSAGES),
+                *self._build_new_messages(summary),
+                *preserved,
+            ]
+        }
+
+    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """LangChain's hook: the state update replacing the history by a summary and the
+        kept part, or None (the common turn)."""
+        due = self._decide(state)
+        if due is None:
+            return None
+        old, preserved = self._partition_messages(*due)
+        return self._update(preserved, self._create_summary(old))
+
+    async def abefore_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """The async hook, as :meth:`before_model`."""
+        due = self._decide(state)
+        if due is None:
+            return None
+        old, preserved = self._partition_messages(*due)
+        return self._update(preserved, await self._acreate_summary(old))
+
+    @staticmethod
+    def _find_safe_cutoff_point(messages: list[AnyMessage], cutoff_index: int) -> int:
+        """The pair-safe cut at or before ``cutoff_index`` (past orphan results)."""
+        return _safe_cut(messages, cutoff_index)
+
+    def _trim_messages_for_summary(self, messages: list[AnyMessage]) -> list[AnyMessage]:
+        """What the summariser is sent: the newest part within ``trim_tokens_to_summarize``,
+        trimmed by ctxtrim's pair-safe ``trim_messages`` (same arguments as LangChain's)."""
+        if self.trim_tokens_to_summarize is None:
+            return messages
+        try:
+            out = _pair_safe_trim(
+                messages,
+                max_tokens=self.trim_tokens_to_summarize,
+                token_counter=self.token_counter,
+                start_on="human",
+                strategy="last",
+                allow_partial=True,
+                include_system=True,
+            )
+        except Exception:
+            return messages[-_lc_summarization._DEFAULT_FALLBACK_MESSAGE_COUNT :]
+        return list(out)  # type: ignore[arg-type]
+
+
+# -- ContextEditingMiddleware ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
+    """LangChain's ``ClearToolUsesEdit`` (same fields, same result on valid histories),
+    pairing results with calls in one pass and never mutating a message: a cleared result
+    or input is a copy put in the list.
+
+    A ``ToolMessage`` is paired with the latest earlier ``AIMessage`` issuing its id (the
+    core's rule); an orphan is left alone, as LangChain leaves it.
+    """
+
+    #: Edits only by replacing list entries: the middleware need not deep-copy for it.
+    _never_mutates: ClassVar[bool] = True
+
+    def apply(self, messages: list[AnyMessage], *, count_tokens: TokenCounter) -> None:
+        """Clear the old tool results of ``messages`` in place (entries replaced) when
+        ``count_tokens(messages)`` is over ``trigger``."""
+        tokens = count_tokens(messages)
+        if tokens <= self.trigger:
+            return
+        per_message = (
+            count_tokens.message if isinstance(count_tokens, _ApproximateCounter) else None
+        )
+        calls: dict[str, tuple[int, str]] = {}  # tool-call id -> (AIMessage index, name)
+        candidates: list[tuple[int, int | None, str | None]] = []
+        for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage):
+                call = calls.get(m.tool_call_id)
+                candidates.append((i, *call) if call else (i, None, None))
+            elif isinstance(m, AIMessage):
+                for tc in m.tool_calls:
+                    call_id = tc.get("id")
+                    if call_id:
+                        calls[call_id] = (i, tc["name"])
+        if self.keep >= len(candidates):
+            return
+        if self.keep:
+            candidates = candidates[: -self.keep]
+        excluded = set(self.exclude_tools)
+        freed = 0
+        for idx, ai_idx, name in candidates:
+            tool_message = messages[idx]
+            assert isinstance(tool_message, ToolMessage)
+            if tool_message.response_metadata.get("context_editing", {}).get("cleared"):
+                continue
+            if ai_idx is None:
+                continue  # an orphan: no call to pair it with
+            if (tool_message.name or name) in excluded:
+                continue
+            cleared = tool_message.model_copy(
+                update={
+                    "artifact": None,
+                    "content": self.placeholder,
+                    "response_metadata": {
+                        **tool_message.response_metadata,
+                        "context_editing": {"cleared": True, "strategy": "clear_tool_uses"},
+                    },
+                }
+            )
+            messages[idx] = cleared
+            if per_message is not None:
+                freed += per_message(tool_message) - per_message(cleared)
+            if self.clear_tool_inputs:
+                ai_message = messages[ai_idx]
+                assert isinstance(ai_message, AIMessage)
+                edited = self._build_cleared_tool_input_message(
+                    ai_message, tool_message.tool_call_id
+                )
+                messages[ai_idx] = edited
+                if per_message is not None:
+                    freed += per_message(ai_message) - per_message(edited)
+            if self.clear_at_least > 0:
+                if per_message is None:
+                    freed = max(0, tokens - count_tokens(messages))
+                if freed >= self.clear_at_least:
+                    break
+
+
+class ContextEditingMiddleware(_lc_editing.ContextEditingMiddleware):
+    """LangChain's ``ContextEditingMiddleware`` with ctxtrim's :class:`ClearToolUsesEdit`
+    by default, counting once per message and copying the list, not the messages, when
+    every edit is one that never mutates (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        edits: Iterable[Any] | None = None,
+        token_count_method: Any = "approximate",
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        super().__init__(
+            edits=list(edits) if edits is not None else [ClearToolUsesEdit()],
+            token_count_method=token_count_method,
+            token_counter=token_counter,
+        )
+        self._approximate = _ApproximateCounter({})
+
+    def _resolve_token_counter(self, request: ModelRequest[Any]) -> TokenCounter:
+        if self.token_counter is None and self.token_count_method == "approximate":
+            return self._approximate
+        return super()._resolve_token_counter(request)
+
+    def _edited(self, request: ModelRequest[Any]) -> list[AnyMessage]:
+        count_tokens = self._resolve_token_counter(request)
+        if all(getattr(edit, "_never_mutates", False) for edit in self.edits):
+            edited = list(request.messages)
+        else:
+            edited = deepcopy(list(request.messages))
+        for edit in self.edits:
+            edit.apply(edited, count_tokens=count_tokens)
+        return edited
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        """Apply the edits, then call the model with the edited messages."""
+        if not request.messages:
+            return handler(request)
+        return handler(request.override(messages=self._edited(request)))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> Any:
+        """The async hook, as :meth:`wrap_model_call`."""
+        if not request.messages:
+            return await handler(request)
+        return await handler(request.override(messages=self._edited(request)))
