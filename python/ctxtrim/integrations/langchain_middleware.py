@@ -42,7 +42,7 @@ import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from copy import deepcopy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ctxtrim._core import MessageLog
@@ -76,6 +76,16 @@ TokenCounter = Callable[[Sequence[BaseMessage]], int]
 
 _SCALING = "use_usage_metadata_scaling"
 _MEMOS = 64  # histories remembered per counter (one middleware serves many threads)
+_CACHED = 200_000  # per-message results remembered (by object) before the cache restarts
+
+
+def _remember(cache: dict[Any, tuple[Any, Any]], key: Any, source: Any, value: Any) -> Any:
+    """``value``, cached under ``key`` with the object it was made from (kept alive, so an
+    ``id()`` in the key is never reused while the entry lives)."""
+    if len(cache) >= _CACHED:
+        cache.clear()
+    cache[key] = (source, value)
+    return value
 
 
 def _approximate_keywords(counter: object) -> dict[str, Any] | None:
@@ -124,10 +134,23 @@ class _ApproximateCounter:
             count_tokens_approximately, **one
         )
         self._memos: dict[str, _Scan] = {}
+        self._counts: dict[int, tuple[BaseMessage, int]] = {}
         self._lock = threading.Lock()
 
+    def _whole(self, messages: Sequence[Any], ensure_ids: bool) -> int:
+        """LangChain's count of the whole list (ids given first, as LangChain does)."""
+        if ensure_ids:
+            for m in messages:
+                if is_base(m) and m.id is None:
+                    m.id = str(uuid.uuid4())
+        return int(count_tokens_approximately(messages, **self.keywords))
+
     def message(self, message: BaseMessage) -> int:
-        return int(self.one([message]))
+        """``count_tokens_approximately([message])``, once per message object."""
+        hit = self._counts.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        return int(_remember(self._counts, id(message), message, int(self.one([message]))))
 
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
         return self.count(messages)
@@ -135,27 +158,53 @@ class _ApproximateCounter:
     def count(self, messages: Sequence[Any], *, ensure_ids: bool = False) -> int:
         """The count of ``messages``; with ``ensure_ids`` the messages it has not seen get
         an id first, as ``SummarizationMiddleware._ensure_message_ids`` gives them."""
-        if not isinstance(messages, list) or not all_base(messages):
-            return int(count_tokens_approximately(messages, **self.keywords))
-        if ensure_ids and messages and messages[0].id is None:
+        if not isinstance(messages, list) or not messages or not is_base(messages[0]):
+            return self._whole(messages, ensure_ids)
+        if ensure_ids and messages[0].id is None:
             messages[0].id = str(uuid.uuid4())
-        key = messages[0].id if messages else None
+        key = messages[0].id
         if not isinstance(key, str):  # nothing to know the history by: count it whole
-            return int(count_tokens_approximately(messages, **self.keywords))
-        scan = self._memos.get(key)
-        k = len(scan.prefix) if scan is not None else 0
-        if scan is None or len(messages) < k or messages[:k] != scan.prefix:
-            scan, k = _Scan([]), 0
-        else:
-            scan = _Scan(
-                scan.prefix, scan.tokens, scan.provider, scan.mixed, scan.last_total, scan.at_last
-            )
-        new = messages[k:]
-        if ensure_ids:
-            for m in new:
-                if m.id is None:
-                    m.id = str(uuid.uuid4())
+            return self._whole(messages, ensure_ids)
+        with self._lock:  # the memo's prefix is extended in place
+            scan = self._memos.get(key)
+            if scan is None:
+                scan = self._memos[key] = _Scan([])
+                if len(self._memos) > _MEMOS:
+                    self._memos.pop(next(iter(self._memos)))
+            k = len(scan.prefix)
+            new = messages[k:]
+            if not all(map(is_base, new)):  # a dict or tuple to convert: LangChain's way
+                return self._whole(messages, ensure_ids)
+            # The prefix extended by the new messages must equal the list: one C-level
+            # comparison (identical objects are not compared further), without copying
+            # the list (a copy costs a reference count per message: 4x the comparison).
+            scan.prefix += new
+            if scan.prefix != messages:  # an earlier message replaced, or removed
+                if not all(map(is_base, messages)):
+                    del self._memos[key]
+                    return self._whole(messages, ensure_ids)
+                scan = self._memos[key] = _Scan(list(messages))
+                new = messages
+            self._add(scan, new, ensure_ids)
+            tokens: float = scan.tokens
+            last_total, at_last, counted = scan.last_total, scan.at_last, not scan.mixed
+            provider = scan.provider
+        if (
+            self.scaling
+            and len(messages) > 1
+            and counted
+            and provider is not None
+            and last_total is not None
+            and at_last > 0
+        ):
+            tokens *= min(1.25, max(1.0, last_total / at_last))
+        return math.ceil(tokens)
+
+    def _add(self, scan: _Scan, new: Sequence[BaseMessage], ensure_ids: bool) -> None:
+        """Run LangChain's loop over ``new``, from the state ``scan`` holds."""
         for m in new:
+            if ensure_ids and m.id is None:
+                m.id = str(uuid.uuid4())
             scan.tokens += self.message(m)
             if self.scaling and isinstance(m, AIMessage):
                 provider = m.response_metadata.get("model_provider")
@@ -167,27 +216,11 @@ class _ApproximateCounter:
                 total = usage.get("total_tokens") if usage else None
                 if isinstance(total, int):
                     scan.last_total, scan.at_last = total, scan.tokens
-        scan.prefix = list(messages)
-        with self._lock:
-            if key not in self._memos and len(self._memos) >= _MEMOS:
-                self._memos.pop(next(iter(self._memos)))
-            self._memos[key] = scan
-        tokens: float = scan.tokens
-        if (
-            self.scaling
-            and len(messages) > 1
-            and not scan.mixed
-            and scan.provider is not None
-            and scan.last_total is not None
-            and scan.at_last > 0
-        ):
-            tokens *= min(1.25, max(1.0, scan.last_total / scan.at_last))
-        return math.ceil(tokens)
 
 
-def all_base(messages: list[Any]) -> bool:
-    """Whether the list holds message objects (not dicts or tuples to convert)."""
-    return all(isinstance(m, BaseMessage) for m in messages)
+def is_base(message: object) -> bool:
+    """Whether it is a message object (not a dict or tuple to convert)."""
+    return isinstance(message, BaseMessage)
 
 
 def _safe_cut(messages: Sequence[BaseMessage], cutoff: int) -> int:
@@ -328,6 +361,37 @@ class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
 
     #: Edits only by replacing list entries: the middleware need not deep-copy for it.
     _never_mutates: ClassVar[bool] = True
+    # The edited copy of a message, by (the original's id, what was cleared): the state is
+    # never edited, so every model call clears the same old results again; a copy is made
+    # once per result, not once per call.
+    _copies: dict[Any, tuple[Any, Any]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def _cleared(self, message: ToolMessage) -> ToolMessage:
+        key = (id(message), self.placeholder)
+        hit = self._copies.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]  # type: ignore[no-any-return]
+        cleared = message.model_copy(
+            update={
+                "artifact": None,
+                "content": self.placeholder,
+                "response_metadata": {
+                    **message.response_metadata,
+                    "context_editing": {"cleared": True, "strategy": "clear_tool_uses"},
+                },
+            }
+        )
+        return _remember(self._copies, key, message, cleared)  # type: ignore[no-any-return]
+
+    def _cleared_input(self, message: AIMessage, tool_call_id: str) -> AIMessage:
+        key = (id(message), tool_call_id)
+        hit = self._copies.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]  # type: ignore[no-any-return]
+        edited = self._build_cleared_tool_input_message(message, tool_call_id)
+        return _remember(self._copies, key, message, edited)  # type: ignore[no-any-return]
 
     def apply(self, messages: list[AnyMessage], *, count_tokens: TokenCounter) -> None:
         """Clear the old tool results of ``messages`` in place (entries replaced) when
@@ -364,25 +428,14 @@ class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
                 continue  # an orphan: no call to pair it with
             if (tool_message.name or name) in excluded:
                 continue
-            cleared = tool_message.model_copy(
-                update={
-                    "artifact": None,
-                    "content": self.placeholder,
-                    "response_metadata": {
-                        **tool_message.response_metadata,
-                        "context_editing": {"cleared": True, "strategy": "clear_tool_uses"},
-                    },
-                }
-            )
+            cleared = self._cleared(tool_message)
             messages[idx] = cleared
             if per_message is not None:
                 freed += per_message(tool_message) - per_message(cleared)
             if self.clear_tool_inputs:
                 ai_message = messages[ai_idx]
                 assert isinstance(ai_message, AIMessage)
-                edited = self._build_cleared_tool_input_message(
-                    ai_message, tool_message.tool_call_id
-                )
+                edited = self._cleared_input(ai_message, tool_message.tool_call_id)
                 messages[ai_idx] = edited
                 if per_message is not None:
                     freed += per_message(ai_message) - per_message(edited)
