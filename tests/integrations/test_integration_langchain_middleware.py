@@ -459,3 +459,40 @@ def test_summarisation_gives_ids_only_to_new_messages_and_counts_once() -> None:
 def test_system_messages_are_kept_out_of_the_pair_check() -> None:
     messages: list[AnyMessage] = [SystemMessage("s", id="s"), HumanMessage("t", id="t")]
     assert SummarizationMiddleware._find_safe_cutoff_point(messages, 1) == 1
+
+
+@given(
+    histories(),
+    st.data(),
+    st.integers(0, 3),
+    st.booleans(),
+    st.sampled_from([(), ("search",), ("read_file",)]),
+)
+@settings(max_examples=60, deadline=None)
+def test_turn_after_turn_the_edit_equals_a_fresh_one(
+    history: list[Message], data: Any, keep: int, inputs: bool, exclude: tuple[str, ...]
+) -> None:
+    """The edit remembers the history it saw (the pairing, what it cleared): a turn's list
+    extending the last one, a message replaced in the middle, or settings changed between
+    calls give what a fresh edit gives."""
+    messages = to_langchain(history)
+    assume(len(messages) > 2)
+    fields: dict[str, Any] = {"keep": keep, "clear_tool_inputs": inputs, "exclude_tools": exclude}
+    remembering = ClearToolUsesEdit(trigger=0, **fields)
+    counter = _ApproximateCounter({})
+
+    def check(ms: list[AnyMessage], edit: ClearToolUsesEdit) -> None:
+        ours, fresh = list(ms), list(ms)
+        edit.apply(ours, count_tokens=counter)
+        ClearToolUsesEdit(trigger=0, **fields).apply(fresh, count_tokens=counter)
+        assert [m.model_dump() for m in ours] == [m.model_dump() for m in fresh]
+
+    for end in sorted(data.draw(st.lists(st.integers(1, len(messages)), max_size=4))):
+        check(messages[:end], remembering)
+    check(messages, remembering)
+    i = data.draw(st.integers(1, len(messages) - 1))
+    changed = list(messages)
+    changed[i] = messages[i].model_copy(update={"content": "changed"})
+    check(changed, remembering)
+    remembering.keep = fields["keep"] = keep + 1
+    check(changed, remembering)

@@ -31,7 +31,10 @@ to summarise or clear), and where a cut may fall:
   never mutates a message (it puts edited copies in the list), so a shallow copy is
   enough. A LangChain edit (or any other ``ContextEdit``) in ``edits`` still gets a deep
   copy. ``clear_at_least`` is checked on per-message counts, not a recount of the whole
-  list after each cleared result.
+  list after each cleared result. The pairing of calls and results and the replacements
+  made are remembered per history too: a turn pairs only its new messages and decides only
+  the results that left the ``keep`` window (the earlier decisions depend on nothing the
+  turn adds), unless ``clear_at_least`` (an early stop on counts) or the settings changed.
 """
 
 from __future__ import annotations
@@ -77,6 +80,9 @@ TokenCounter = Callable[[Sequence[BaseMessage]], int]
 _SCALING = "use_usage_metadata_scaling"
 _MEMOS = 64  # histories remembered per counter (one middleware serves many threads)
 _CACHED = 200_000  # per-message results remembered (by object) before the cache restarts
+# Guards the memos' prefixes, extended in place (one lock for the module, so that a
+# middleware stays deep-copyable; the work under it is the new messages of one turn).
+_SCAN_LOCK = threading.Lock()
 
 
 def _remember(cache: dict[Any, tuple[Any, Any]], key: Any, source: Any, value: Any) -> Any:
@@ -135,7 +141,6 @@ class _ApproximateCounter:
         )
         self._memos: dict[str, _Scan] = {}
         self._counts: dict[int, tuple[BaseMessage, int]] = {}
-        self._lock = threading.Lock()
 
     def _whole(self, messages: Sequence[Any], ensure_ids: bool) -> int:
         """LangChain's count of the whole list (ids given first, as LangChain does)."""
@@ -165,7 +170,7 @@ class _ApproximateCounter:
         key = messages[0].id
         if not isinstance(key, str):  # nothing to know the history by: count it whole
             return self._whole(messages, ensure_ids)
-        with self._lock:  # the memo's prefix is extended in place
+        with _SCAN_LOCK:  # the memo's prefix is extended in place
             scan = self._memos.get(key)
             if scan is None:
                 scan = self._memos[key] = _Scan([])
@@ -367,6 +372,9 @@ class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
     _copies: dict[Any, tuple[Any, Any]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _scans: dict[str, _PairScan] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def _cleared(self, message: ToolMessage) -> ToolMessage:
         key = (id(message), self.placeholder)
@@ -393,6 +401,40 @@ class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
         edited = self._build_cleared_tool_input_message(message, tool_call_id)
         return _remember(self._copies, key, message, edited)  # type: ignore[no-any-return]
 
+    def _settings(self) -> tuple[Any, ...]:
+        return (self.keep, self.placeholder, tuple(self.exclude_tools), self.clear_tool_inputs)
+
+    def _scan(self, messages: list[AnyMessage]) -> _PairScan:
+        """The pairing of ``messages``: from the scan of the list it extends (per history,
+        by the first message's id), scanning only the new part, or from scratch."""
+        key = messages[0].id if messages and is_base(messages[0]) else None
+        scan = self._scans.get(key) if isinstance(key, str) else None
+        if scan is not None:
+            k = len(scan.prefix)
+            scan.prefix += messages[k:]
+            if scan.prefix != messages:  # not an extension: start again
+                scan = None
+        if scan is None:
+            scan = _PairScan([], {}, [], [], 0, self._settings())
+            scan.prefix += messages
+            k = 0
+            if isinstance(key, str):
+                if len(self._scans) >= _MEMOS:
+                    self._scans.pop(next(iter(self._scans)))
+                self._scans[key] = scan
+        calls, candidates = scan.calls, scan.candidates
+        for i in range(k, len(messages)):
+            m = messages[i]
+            if isinstance(m, ToolMessage):
+                call = calls.get(m.tool_call_id)
+                candidates.append((i, *call) if call else (i, None, None))
+            elif isinstance(m, AIMessage):
+                for tc in m.tool_calls:
+                    call_id = tc.get("id")
+                    if call_id:
+                        calls[call_id] = (i, tc["name"])
+        return scan
+
     def apply(self, messages: list[AnyMessage], *, count_tokens: TokenCounter) -> None:
         """Clear the old tool results of ``messages`` in place (entries replaced) when
         ``count_tokens(messages)`` is over ``trigger``."""
@@ -402,48 +444,64 @@ class ClearToolUsesEdit(_lc_editing.ClearToolUsesEdit):
         per_message = (
             count_tokens.message if isinstance(count_tokens, _ApproximateCounter) else None
         )
-        calls: dict[str, tuple[int, str]] = {}  # tool-call id -> (AIMessage index, name)
-        candidates: list[tuple[int, int | None, str | None]] = []
-        for i, m in enumerate(messages):
-            if isinstance(m, ToolMessage):
-                call = calls.get(m.tool_call_id)
-                candidates.append((i, *call) if call else (i, None, None))
-            elif isinstance(m, AIMessage):
-                for tc in m.tool_calls:
-                    call_id = tc.get("id")
-                    if call_id:
-                        calls[call_id] = (i, tc["name"])
-        if self.keep >= len(candidates):
-            return
-        if self.keep:
-            candidates = candidates[: -self.keep]
-        excluded = set(self.exclude_tools)
-        freed = 0
-        for idx, ai_idx, name in candidates:
-            tool_message = messages[idx]
-            assert isinstance(tool_message, ToolMessage)
-            if tool_message.response_metadata.get("context_editing", {}).get("cleared"):
-                continue
-            if ai_idx is None:
-                continue  # an orphan: no call to pair it with
-            if (tool_message.name or name) in excluded:
-                continue
-            cleared = self._cleared(tool_message)
-            messages[idx] = cleared
-            if per_message is not None:
-                freed += per_message(tool_message) - per_message(cleared)
-            if self.clear_tool_inputs:
-                ai_message = messages[ai_idx]
-                assert isinstance(ai_message, AIMessage)
-                edited = self._cleared_input(ai_message, tool_message.tool_call_id)
-                messages[ai_idx] = edited
+        with _SCAN_LOCK:
+            scan = self._scan(messages)
+            end = len(scan.candidates) - self.keep
+            if end <= 0:
+                return
+            # What earlier calls decided for the oldest results holds as long as the list
+            # extends theirs and the settings are the same: a decision reads only the
+            # result, its call and the settings. With clear_at_least it also reads the
+            # counts (an early stop), so it is taken afresh each call.
+            settings = self._settings()
+            if self.clear_at_least or scan.settings != settings:
+                scan.applied, scan.done, scan.settings = [], 0, settings
+            for idx, replacement in scan.applied:
+                messages[idx] = replacement
+            excluded = set(self.exclude_tools)
+            freed = 0
+            for idx, ai_idx, name in scan.candidates[scan.done : end]:
+                tool_message = messages[idx]
+                assert isinstance(tool_message, ToolMessage)
+                if tool_message.response_metadata.get("context_editing", {}).get("cleared"):
+                    continue
+                if ai_idx is None:
+                    continue  # an orphan: no call to pair it with
+                if (tool_message.name or name) in excluded:
+                    continue
+                cleared = self._cleared(tool_message)
+                messages[idx] = cleared
+                scan.applied.append((idx, cleared))
                 if per_message is not None:
-                    freed += per_message(ai_message) - per_message(edited)
-            if self.clear_at_least > 0:
-                if per_message is None:
-                    freed = max(0, tokens - count_tokens(messages))
-                if freed >= self.clear_at_least:
-                    break
+                    freed += per_message(tool_message) - per_message(cleared)
+                if self.clear_tool_inputs:
+                    ai_message = messages[ai_idx]
+                    assert isinstance(ai_message, AIMessage)
+                    edited = self._cleared_input(ai_message, tool_message.tool_call_id)
+                    messages[ai_idx] = edited
+                    scan.applied.append((ai_idx, edited))
+                    if per_message is not None:
+                        freed += per_message(ai_message) - per_message(edited)
+                if self.clear_at_least > 0:
+                    if per_message is None:
+                        freed = max(0, tokens - count_tokens(messages))
+                    if freed >= self.clear_at_least:
+                        break
+            if not self.clear_at_least:
+                scan.done = end
+
+
+@dataclass
+class _PairScan:
+    """A list's tool calls and results, paired, and what clearing its oldest results gave
+    (``applied``: the entries replaced, in order, for ``candidates[:done]``)."""
+
+    prefix: list[Any]
+    calls: dict[str, tuple[int, str]]  # tool-call id -> (AIMessage index, tool name)
+    candidates: list[tuple[int, int | None, str | None]]  # (ToolMessage index, its call)
+    applied: list[tuple[int, Any]]
+    done: int
+    settings: tuple[Any, ...]
 
 
 class ContextEditingMiddleware(_lc_editing.ContextEditingMiddleware):
