@@ -103,7 +103,9 @@ def _approximate_keywords(counter: object) -> dict[str, Any] | None:
         isinstance(counter, functools.partial)
         and counter.func is count_tokens_approximately
         and not counter.args
-        and set(counter.keywords) <= {_SCALING, "chars_per_token", "extra_tokens_per_message"}
+        # Not extra_tokens_per_message: a fractional one is rounded once for the whole list,
+        # so per-message counts would not add up to LangChain's total.
+        and set(counter.keywords) <= {_SCALING, "chars_per_token"}
     ):
         return dict(counter.keywords)
     return None
