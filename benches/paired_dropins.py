@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from test_bench_dropins import _autogen_round, _item_round, _rounds
+from test_bench_dropins import _agent_round, _autogen_round, _item_round, _middleware_model, _rounds
 
 #: One side of a pair: ``grow()`` appends a round (untimed), ``call()`` is what is timed.
 Side = tuple[Callable[[], None], Callable[[], Any], Callable[[], None]]
@@ -84,6 +84,25 @@ def _get_items(impl: str, n: int, loop: asyncio.AbstractEventLoop, where: Path) 
     return grow, lambda: loop.run_until_complete(session.get_items(100)), close
 
 
+def _summarization(impl: str, n: int) -> Side:
+    """``SummarizationMiddleware.before_model`` on the common turn (no summary due); the
+    state's list is new each turn, as LangGraph's reducer makes it (built in ``grow``)."""
+    from langchain.agents.middleware import summarization as theirs
+
+    from ctxtrim.integrations import langchain_middleware as ours
+
+    cls = theirs.SummarizationMiddleware if impl == "original" else ours.SummarizationMiddleware
+    middleware = cls(_middleware_model(), trigger=("tokens", 10**9), keep=("messages", 20))
+    history, grow_history = _rounds(_agent_round, n)
+    state = {"messages": list(history)}
+
+    def grow() -> None:
+        grow_history()
+        state["messages"] = list(history)
+
+    return grow, lambda: middleware.before_model(state, None), lambda: None  # type: ignore[arg-type]
+
+
 def paired(original: Side, ours: Side, rounds: int) -> tuple[float, float, float]:
     """``(original median s, ctxtrim median s, median of per-round ratios)``."""
     sides = (original, ours)
@@ -110,12 +129,15 @@ ROWS = {
     "autogen HeadAndTail(2, 200)": "ctxtrim",
     "openai-agents get_items(100)": "ctxtrim",  # CtxtrimSession(session_id, db_path)
     "get_items(100), ctxtrim store": "ctxtrim store",  # CtxtrimSession(SQLite store)
+    "langchain SummarizationMiddleware": "ctxtrim",  # before_model, no summary due
 }
 
 
 def side(row: str, impl: str, n: int, loop: asyncio.AbstractEventLoop, tmp: Path) -> Side:
     if row.startswith("autogen"):
         return _autogen(row.split()[1].split("(")[0], impl, n, loop)
+    if row.startswith("langchain"):
+        return _summarization(impl, n)
     return _get_items(impl, n, loop, Path(tempfile.mkdtemp(dir=tmp)))
 
 
@@ -123,12 +145,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--rows", default="", help="only the rows whose name contains this")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'drop-in':30} {'messages':>8} {'original µs':>12} {'ctxtrim µs':>11} {'ratio':>6}")
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             for row, ours in ROWS.items():
+                if args.rows not in row:
+                    continue
                 loop = asyncio.new_event_loop()
                 try:
                     a, b, ratio = paired(

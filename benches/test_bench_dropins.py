@@ -147,6 +147,102 @@ def test_chat_dicts_trimmed_as_dicts(benchmark: Any, impl: str, n: int) -> None:
     _timed(benchmark, f"Chat dicts in, dicts out {n}", impl, grow_and_encode, call)
 
 
+# -- LangChain v1 middleware ---------------------------------------------------------------
+
+MIDDLEWARE_SIZES = (1_000, 10_000)
+
+
+def _agent_round(i: int) -> list[Any]:
+    """A round of a ``create_agent`` state: no system message (the agent keeps the system
+    prompt out of the state), ids as LangGraph's reducer gives them."""
+    import langchain_core.messages as lc
+
+    if i == 0:
+        return [lc.HumanMessage("the task", id="h0")]
+    cid = f"call_{i}"
+    return [
+        lc.AIMessage(
+            "", tool_calls=[{"id": cid, "name": "search", "args": {"q": str(i)}}], id=f"c{i}"
+        ),
+        lc.ToolMessage(f"result {i} " * 20, tool_call_id=cid, id=f"r{i}"),
+        lc.AIMessage(f"answer {i} " * 10, id=f"a{i}"),
+    ]
+
+
+def _middleware_model() -> Any:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    return GenericFakeChatModel(messages=iter([]))
+
+
+@pytest.mark.parametrize("n", MIDDLEWARE_SIZES)
+@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
+def test_langchain_summarization_middleware_turn(benchmark: Any, impl: str, n: int) -> None:
+    """The common turn: ``before_model`` on the agent's state with no summary due (a token
+    trigger, LangChain's usual one). The state's message list is new each turn, as
+    LangGraph's reducer makes it (built untimed, with the round appended)."""
+    pytest.importorskip("langchain.agents.middleware")
+    from langchain.agents.middleware import summarization as theirs
+
+    from ctxtrim.integrations import langchain_middleware as ours
+
+    cls = theirs.SummarizationMiddleware if impl == "langchain" else ours.SummarizationMiddleware
+    middleware = cls(_middleware_model(), trigger=("tokens", 10**9), keep=("messages", 20))
+    history, grow_history = _rounds(_agent_round, n)
+    state = {"messages": list(history)}
+
+    def grow() -> None:
+        grow_history()
+        state["messages"] = list(history)
+
+    def call() -> None:
+        assert middleware.before_model(state, None) is None  # type: ignore[arg-type]
+
+    _timed(benchmark, f"langchain SummarizationMiddleware turn {n}", impl, grow, call)
+
+
+@pytest.mark.parametrize("n", MIDDLEWARE_SIZES)
+@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
+def test_langchain_context_editing_middleware_turn(benchmark: Any, impl: str, n: int) -> None:
+    """A model call through ``wrap_model_call`` with ``ClearToolUsesEdit(trigger=20_000)``:
+    past the trigger, as a long agent is on every call (the state is never edited, so the
+    old results are cleared again on each request)."""
+    pytest.importorskip("langchain.agents.middleware")
+    from langchain.agents.middleware import context_editing as theirs
+    from langchain.agents.middleware.types import ModelRequest
+
+    from ctxtrim.integrations import langchain_middleware as ours
+
+    mod: Any = theirs if impl == "langchain" else ours
+    middleware = mod.ContextEditingMiddleware(edits=[mod.ClearToolUsesEdit(trigger=20_000)])
+    model = _middleware_model()
+    history, grow_history = _rounds(_agent_round, n)
+
+    def request() -> Any:
+        return ModelRequest(
+            model=model,
+            messages=list(history),
+            system_prompt=None,
+            tool_choice=None,
+            tools=[],
+            response_format=None,
+            state={"messages": history},  # type: ignore[typeddict-item]
+            runtime=None,  # type: ignore[arg-type]
+            model_settings={},
+        )
+
+    current = [request()]
+
+    def grow() -> None:
+        grow_history()
+        current[0] = request()
+
+    def call() -> None:
+        middleware.wrap_model_call(current[0], lambda r: None)
+
+    _timed(benchmark, f"langchain ContextEditingMiddleware call {n}", impl, grow, call, rounds=5)
+
+
 # -- autogen --------------------------------------------------------------------------------
 
 

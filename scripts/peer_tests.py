@@ -72,6 +72,8 @@ class Framework:
 
 
 _AUTOGEN = "autogen_core.model_context"
+_LC_MW = "tests/unit_tests/agents/middleware/implementations"
+_CTX_MW = "ctxtrim.integrations.langchain_middleware"
 _AGENTS = ("agents", "agents.memory", "agents.memory.sqlite_session")
 
 FRAMEWORKS: tuple[Framework, ...] = (
@@ -92,6 +94,29 @@ FRAMEWORKS: tuple[Framework, ...] = (
                 "ctxtrim.integrations.langchain",
                 "trim_messages",
             ),
+        ),
+    ),
+    Framework(
+        name="langchain-middleware",
+        dist="langchain",
+        extract=(
+            "tests/__init__.py",
+            "tests/unit_tests/__init__.py",
+            "tests/unit_tests/agents/__init__.py",
+            "tests/unit_tests/agents/model.py",
+            "tests/unit_tests/agents/middleware/__init__.py",
+            "tests/unit_tests/agents/middleware/implementations/__init__.py",
+            f"{_LC_MW}/test_summarization.py",
+            f"{_LC_MW}/test_context_editing.py",
+        ),
+        run=(f"{_LC_MW}/test_summarization.py", f"{_LC_MW}/test_context_editing.py"),
+        swaps=tuple(
+            Swap((f"langchain.agents.middleware.{module}",), cls, _CTX_MW, cls)
+            for module, cls in (
+                ("summarization", "SummarizationMiddleware"),
+                ("context_editing", "ContextEditingMiddleware"),
+                ("context_editing", "ClearToolUsesEdit"),
+            )
         ),
     ),
     Framework(
@@ -382,7 +407,9 @@ def run_one(
         cmd += ["-o", "timeout=120"]  # a hung upstream test fails instead of stalling CI
     run_env = {
         **env,
-        "PYTHONPATH": str(tree),
+        # The tests' tree first; then the caller's path, so a checkout's ctxtrim
+        # (PYTHONPATH=python) is the one tested rather than whichever is installed.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")])),
         "CTXTRIM_PEER_REPORT": str(report),
         "CTXTRIM_PEER_SELECT": str(select),
     }

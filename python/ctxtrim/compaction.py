@@ -6,7 +6,12 @@ Compaction replaces the old part of a history by one summary message. Invariants
 * **Pair-safe.** The cut is a safe cut of the core's index
   (``MessageLog.safe_cut_at_or_before``): no tool use before it has its result after it, and
   the kept part never starts with a tool result. ``keep_recent=0`` is valid (summarise
-  everything after the pinned head).
+  everything after the pinned head). ``keep=`` takes a keep policy instead
+  (:mod:`ctxtrim.keep`: at least N messages, at most N tokens or a fraction of the window).
+* **Capped summariser input.** With ``summary_input_tokens`` the summariser is sent only
+  the newest pair-safe part of the summarised span that fits (earlier summaries always go);
+  the oldest messages beyond the cap are left out of the request, not out of the count:
+  ``summarised_messages`` still covers the whole span.
 * **Pinned head.** Leading system messages and the task — the first real user message that
   carries no tool result and is not itself a summary — are kept verbatim, before the summary.
 * **Shape.** ``[*system, task, summary, *recent]``. The summary is a *user* message whose
@@ -44,6 +49,7 @@ from ctxtrim.errors import (
     InvalidMessage,
     StaleGenerationError,
 )
+from ctxtrim.keep import Keep, KeepSpec
 from ctxtrim.messages import Message
 from ctxtrim.store import ContextStore, HistorySnapshot, SessionInfo
 from ctxtrim.transports._render import DEFAULT_SYSTEM_PROMPT, SUMMARY_HEADER, is_summary
@@ -95,6 +101,19 @@ def _check_timeout(timeout: object) -> float | None:
     return float(timeout)
 
 
+def _window(model: str | None, context_window: int | None) -> int | None:
+    """The model's context window: ``context_window``, else ``model``'s from the table."""
+    if context_window is not None:
+        return _check_int("context_window", context_window, 1)
+    if model is None:
+        return None
+    if not isinstance(model, str):
+        raise CompactionSettingsError(f"model must be a model name (str), got {model!r}")
+    from ctxtrim import models
+
+    return models.context_window(model)
+
+
 def _check_transport(transport: Any) -> CompletionTransport:
     """``transport``, or an axio transport (streaming, no ``complete``) wrapped in
     :class:`ctxtrim.integrations.axio.AxioTransport`."""
@@ -131,15 +150,15 @@ def _summarised_count(message: Message) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) else 0
 
 
-def _plan(history: Sequence[Message], keep_recent: int) -> _Plan | None:
-    """The compaction of ``history`` keeping about ``keep_recent`` messages, or ``None``
-    when there is nothing to summarise."""
+def _plan(history: Sequence[Message], keep: Keep, input_tokens: int | None = None) -> _Plan | None:
+    """The compaction of ``history`` keeping what ``keep`` says, or ``None`` when there is
+    nothing to summarise; with ``input_tokens``, the summariser's share is capped."""
     n = len(history)
     sys_end = 0
     while sys_end < n and history[sys_end].role == "system":
         sys_end += 1
     log = _core.MessageLog(history)
-    cut = log.safe_cut_at_or_before(max(0, n - keep_recent))
+    cut = keep.cut(log)
     # A safe cut never separates a pair; an orphan result (a broken input) would still be
     # first, so step back past it too: the kept part never starts with a tool result.
     while cut > sys_end and cut < n and history[cut].tool_results:
@@ -162,7 +181,47 @@ def _plan(history: Sequence[Message], keep_recent: int) -> _Plan | None:
         return None  # only earlier summaries: re-summarising them gains nothing
     head = list(history[:sys_end]) + ([history[task]] if task is not None else [])
     summarised = len(conversation) + sum(_summarised_count(m) for m in old if is_summary(m))
+    if input_tokens is not None:
+        old = _capped(old, input_tokens)
     return _Plan(cut, head, old, summarised)
+
+
+def _capped(old: list[Message], budget: int) -> list[Message]:
+    """What the summariser is sent of ``old`` under a ``budget`` of tokens: the earlier
+    summaries (the memory so far), then the newest pair-safe suffix of the rest that fits;
+    at least the newest pair-safe piece, so a summary is never written from nothing."""
+    summaries = [m for m in old if is_summary(m)]
+    rest = [m for m in old if not is_summary(m)]
+    log = _core.MessageLog(rest)
+    if log.total_tokens + sum(_core.message_tokens(m) for m in summaries) <= budget:
+        return old
+    left = budget - sum(_core.message_tokens(m) for m in summaries)
+    start = Keep("tokens", max(0, left), "").cut(log)
+    if start >= len(rest):
+        start = log.safe_cut_at_or_before(len(rest) - 1)
+    # A tool result answering a call left out is not sent either (a broken input's orphan).
+    while start < len(rest) and rest[start].tool_results:
+        start += 1
+    return [*summaries, *rest[start:]]
+
+
+def _keep_policy(
+    keep: KeepSpec | None, keep_recent: int, window: int | None, *, default_recent: int = 6
+) -> Keep:
+    """The keep policy of the ``keep``/``keep_recent`` arguments (one of them)."""
+    if keep is None:
+        return Keep.messages(keep_recent)
+    if keep_recent != default_recent:
+        raise CompactionSettingsError(
+            f"give keep= or keep_recent=, not both (keep={keep!r}, keep_recent={keep_recent})"
+        )
+    return Keep.parse(keep, window=window, error=CompactionSettingsError)
+
+
+def _check_cap(value: object) -> int | None:
+    if value is None:
+        return None
+    return _check_int("summary_input_tokens", value, 1)
 
 
 async def _summarise(
@@ -212,6 +271,10 @@ async def compact_context(
     system_prompt: str | None = None,
     max_summary_tokens: int = 1024,
     timeout: float | None = 60.0,
+    keep: KeepSpec | None = None,
+    summary_input_tokens: int | None = None,
+    model: str | None = None,
+    context_window: int | None = None,
 ) -> list[Message] | None:
     """The history of ``context`` (a store, read but never modified, or a list of messages)
     with everything before the last ~``keep_recent`` messages replaced by one summary.
@@ -219,12 +282,20 @@ async def compact_context(
     Returns ``None`` when the history has at most ``max_messages`` messages, or when
     nothing lies between the pinned head and the kept part (see the module docstring for
     the shape and guarantees). ``keep_recent`` is moved back to the nearest pair-safe cut,
-    so slightly more may be kept. Raises :class:`~ctxtrim.errors.CompactionError` when the
-    transport fails, times out (``timeout`` seconds; ``None`` waits forever) or returns
-    nothing, and :class:`~ctxtrim.errors.CompactionSettingsError` for bad settings.
+    so slightly more may be kept. ``keep`` replaces it with a keep policy
+    (:mod:`ctxtrim.keep`): ``("messages", 20)``, ``("tokens", 3000)`` or
+    ``("fraction", 0.3)`` of ``context_window`` (or of ``model``'s, from
+    :mod:`ctxtrim.models`). ``summary_input_tokens`` caps what the summariser is sent (the
+    newest pair-safe part of the span that fits; the summary still covers the whole span).
+    Raises :class:`~ctxtrim.errors.CompactionError` when the transport fails, times out
+    (``timeout`` seconds; ``None`` waits forever) or returns nothing, and
+    :class:`~ctxtrim.errors.CompactionSettingsError` for bad settings.
     """
     _check_int("max_messages", max_messages, 0)
     _check_int("keep_recent", keep_recent, 0)
+    window = _window(model, context_window)
+    policy = _keep_policy(keep, keep_recent, window)
+    cap = _check_cap(summary_input_tokens)
     _check_int("max_summary_tokens", max_summary_tokens, 1)
     timeout = _check_timeout(timeout)
     transport = _check_transport(transport)
@@ -247,7 +318,7 @@ async def compact_context(
                 raise InvalidMessage(f"expected a Message, got {type(m).__name__}", f"[{i}]")
     if len(history) <= max_messages:
         return None
-    plan = _plan(history, keep_recent)
+    plan = _plan(history, policy, cap)
     if plan is None:
         return None
     text = await _summarise(
@@ -359,6 +430,12 @@ class AutoCompactStore(ContextStore):
     tokens, messages, user turns or a fraction of ``max_tokens``, combined with any (a
     list) or all (a dict): ``trigger={"fraction": 0.8}``, ``trigger=[("tokens", 150_000),
     {"messages": 400}]``. Counting messages or turns reads the store's cached log.
+
+    ``keep`` replaces ``keep_recent`` with a keep policy (:mod:`ctxtrim.keep`):
+    ``("messages", 20)`` (at least), ``("tokens", 3000)`` (at most) or ``("fraction", 0.3)``
+    of ``max_tokens``. ``summary_input_tokens`` caps what the summariser is sent per
+    compaction (LangChain's ``trim_tokens_to_summarize``): the newest pair-safe part of the
+    summarised span that fits, with the earlier summary.
     """
 
     def __init__(
@@ -375,6 +452,8 @@ class AutoCompactStore(ContextStore):
         max_summary_tokens: int = 1024,
         after_compaction: AfterCompaction | None = None,
         trigger: TriggerSpec | None = None,
+        keep: KeepSpec | None = None,
+        summary_input_tokens: int | None = None,
     ) -> None:
         if not isinstance(store, ContextStore):
             raise CompactionSettingsError(
@@ -414,6 +493,9 @@ class AutoCompactStore(ContextStore):
         self.system_prompt = system_prompt
         self.max_summary_tokens = max_summary_tokens
         window = max_tokens or getattr(transport, "context_window", None) or DEFAULT_CONTEXT_WINDOW
+        self.keep = keep
+        self._keep = _keep_policy(keep, keep_recent, window)
+        self.summary_input_tokens = _check_cap(summary_input_tokens)
         self.trigger = trigger
         self._trigger = (
             None
@@ -526,6 +608,8 @@ class AutoCompactStore(ContextStore):
             max_summary_tokens=self.max_summary_tokens,
             after_compaction=self.after_compaction,
             trigger=self.trigger,
+            keep=self.keep,
+            summary_input_tokens=self.summary_input_tokens,
         )
 
     async def retry_on_overflow(
@@ -623,11 +707,11 @@ class AutoCompactStore(ContextStore):
             snap = await self._store.snapshot()
             if attempt == 1:
                 messages_before = len(snap.messages)
-            plan = _plan(snap.messages, self.keep_recent)
+            plan = _plan(snap.messages, self._keep, self.summary_input_tokens)
             if plan is None:
                 return self._emit(
                     "skipped",
-                    f"nothing to summarise before the last {self.keep_recent} messages",
+                    f"nothing to summarise before what keep={self._keep.spec} keeps",
                     trigger,
                     messages_before,
                     len(snap.messages),

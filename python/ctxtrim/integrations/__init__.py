@@ -5,6 +5,8 @@ when the framework is missing, so importing this package itself costs nothing:
 
 - ``.autogen``: autogen-core's ``*ChatCompletionContext`` classes (``ctxtrim[autogen]``);
 - ``.langchain``: langchain-core's ``trim_messages`` (``ctxtrim[langchain]``);
+- ``.langchain_middleware``: LangChain v1's ``SummarizationMiddleware`` and
+  ``ContextEditingMiddleware`` (``ctxtrim[langchain]``, Python >= 3.11);
 - ``.openai_agents``: an openai-agents ``Session`` on any ctxtrim store, and a
   ``session_input_callback`` (``ctxtrim[openai-agents]``);
 - ``.pydantic_ai``: a pydantic-ai history processor / capability (``ctxtrim[pydantic-ai]``);
