@@ -74,6 +74,8 @@ class Framework:
 _AUTOGEN = "autogen_core.model_context"
 _AGENTS = ("agents", "agents.memory", "agents.memory.sqlite_session")
 
+# Not here: llama-index-core (its sdist ships no tests, only the package), whose Memory runs
+# side by side with ctxtrim's drop-in in tests/integrations/test_integration_llama_index.py.
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         name="langchain",
