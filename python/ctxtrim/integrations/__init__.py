@@ -5,6 +5,7 @@ when the framework is missing, so importing this package itself costs nothing:
 
 - ``.autogen``: autogen-core's ``*ChatCompletionContext`` classes (``ctxtrim[autogen]``);
 - ``.langchain``: langchain-core's ``trim_messages`` (``ctxtrim[langchain]``);
+- ``.llama_index``: llama-index-core's ``Memory``, subclassed (``ctxtrim[llama-index]``);
 - ``.openai_agents``: an openai-agents ``Session`` on any ctxtrim store, and a
   ``session_input_callback`` (``ctxtrim[openai-agents]``);
 - ``.pydantic_ai``: a pydantic-ai history processor / capability (``ctxtrim[pydantic-ai]``);
