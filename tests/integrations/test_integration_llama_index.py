@@ -396,3 +396,30 @@ def test_function_agent_runs_turns_with_parallel_tools_on_our_memory() -> None:
     # Each turn: the task, the parallel calls, two results, the answer.
     assert len(stored) == 12 * 5
     assert [m.role.value for m in stored[:5]] == ["user", "assistant", "tool", "tool", "assistant"]
+
+
+async def test_a_long_session_drops_its_flushed_front_and_still_agrees() -> None:
+    """Past 1024 flushed messages the in-memory queue drops its flushed front (the lists and
+    the log are rebuilt from the active part): the views stay LlamaIndex's."""
+    history = [
+        [
+            ChatMessage(role="user", content=f"q{i} " * 3),
+            call(f"c{i}"),
+            result(f"c{i}"),
+            ChatMessage(role="assistant", content=f"a{i}"),
+        ]
+        for i in range(300)
+    ]
+    kw: dict[str, Any] = {"token_limit": 120, "token_flush_size": 30}
+    ours = Memory.from_defaults(**kw)
+    theirs = LlamaMemory.from_defaults(**kw)
+    for i, turn in enumerate(history):
+        for m in (ours, theirs):
+            await m.aput_messages(turn)
+        if i % 25 == 0 or i > 290:
+            assert keys(await ours.aget()) == keys(await theirs.aget())
+    assert len(ours._msgs) < 1024  # the front was dropped (the list holds the active part)
+    archived = await ours.aget_all(status=MessageStatus.ARCHIVED)
+    assert keys(archived) == keys(await theirs.aget_all(status=MessageStatus.ARCHIVED))
+    assert len(archived) > 1024
+    await close(ours, theirs)
