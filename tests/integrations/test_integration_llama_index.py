@@ -412,6 +412,7 @@ async def test_a_long_session_drops_its_flushed_front_and_still_agrees() -> None
     ]
     kw: dict[str, Any] = {"token_limit": 120, "token_flush_size": 30}
     ours = Memory.from_defaults(**kw)
+    assert isinstance(ours, Memory)  # from_defaults is typed as returning LlamaIndex's
     theirs = LlamaMemory.from_defaults(**kw)
     for i, turn in enumerate(history):
         for m in (ours, theirs):
