@@ -424,3 +424,32 @@ async def test_a_long_session_drops_its_flushed_front_and_still_agrees() -> None
     assert keys(archived) == keys(await theirs.aget_all(status=MessageStatus.ARCHIVED))
     assert len(archived) > 1024
     await close(ours, theirs)
+
+
+async def test_fact_extraction_block_gets_the_same_flushes_as_with_llama_index() -> None:
+    """LlamaIndex's FactExtractionMemoryBlock, run by its own code: the LLM (a mock that
+    states one fact per flushed user message) sees the same flushed messages, so the facts
+    and the views are the same as on LlamaIndex's Memory."""
+    from llama_index.core.memory import FactExtractionMemoryBlock
+
+    def facts_of(messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
+        said = [m.content for m in messages if m.role == "user" and m.content]
+        body = "".join(f"<fact>the user said {len(s.split())} words</fact>" for s in said)
+        return ChatMessage(role="assistant", content=f"<facts>{body}</facts>")
+
+    history = turns(random.Random(3), 80)
+    views = []
+    for cls in (LlamaMemory, Memory):
+        block = FactExtractionMemoryBlock(
+            llm=MockFunctionCallingLLM(response_generator=facts_of), max_facts=1000
+        )
+        memory = cls.from_defaults(memory_blocks=[block], token_limit=300, token_flush_size=30)
+        seen = []
+        for turn in history:
+            await memory.aput(turn[0])
+            await memory.aput_messages(turn[1:])
+            seen.append(keys(await memory.aget()))
+        views.append((seen, list(block.facts)))
+        await close(memory)
+    assert views[0] == views[1]
+    assert len(views[1][1]) > 3, "few facts were extracted: little was flushed"
