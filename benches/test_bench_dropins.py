@@ -1,5 +1,5 @@
 """pytest-benchmark: each framework drop-in against the original it replaces, per call, at
-1k, 10k and 50k messages.
+1k, 10k and 50k messages (LlamaIndex's Memory: 1k and 10k).
 
 The history is an agent loop built the way each framework's users build it (system, task,
 then rounds of a tool call, its result and an answer) and one round is appended before
@@ -455,6 +455,86 @@ def test_pydantic_ai_trim_history(benchmark: Any, impl: str, n: int) -> None:
     history, grow = _rounds(_pydantic_round, n)
     proc = TrimHistory(8000) if impl == "ctxtrim" else plain
     _timed(benchmark, f"pydantic-ai TrimHistory {n}", impl, grow, lambda: proc(history))
+
+
+# -- LlamaIndex -----------------------------------------------------------------------------
+
+
+def _llama_round(i: int) -> list[Any]:
+    """One agent turn as FunctionAgent stores it: the task, a call, its result, the answer."""
+    from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+
+    cid = f"call_{i}"
+    return [
+        ChatMessage(role="user", content=f"question {i} " * 5),
+        ChatMessage(
+            role="assistant",
+            blocks=[ToolCallBlock(tool_call_id=cid, tool_name="search", tool_kwargs={"q": "x"})],
+        ),
+        ChatMessage(
+            role="tool", content=f"result {i} " * 20, additional_kwargs={"tool_call_id": cid}
+        ),
+        ChatMessage(role="assistant", content=f"answer {i} " * 10),
+    ]
+
+
+#: ``token_limit`` of each case: LlamaIndex's default (30k tokens: the active queue stays at
+#: a few hundred messages whatever the history, and both sides are flat), and a 1M-token
+#: window (a Gemini-size model: the whole history stays active, and what LlamaIndex re-reads
+#: from its store and re-counts each turn grows with it).
+LLAMA_LIMITS = {"30k": 30_000, "1M": 1_000_000}
+
+
+@pytest.mark.parametrize("n", SIZES[:2])
+@pytest.mark.parametrize("limit", list(LLAMA_LIMITS))
+@pytest.mark.parametrize("impl", ["llama-index", "ctxtrim"])
+def test_llama_index_memory_turn(benchmark: Any, impl: str, limit: str, n: int) -> None:
+    """One agent turn on a ``Memory`` holding ``n`` messages, through each side's async API
+    as FunctionAgent calls it: ``aput`` of the task, ``aput_messages`` of the turn's call,
+    result and answer (built inside the timed call), ``aget``. The session's store holds
+    the history beforehand, as a steady state leaves it: with the 30k limit, the newest 400
+    messages (about 16k tokens) active and the others archived; with 1M, all of them
+    active. The first turn is untimed."""
+    pytest.importorskip("llama_index.core.memory")
+    from llama_index.core.memory import Memory as LlamaMemory
+
+    from ctxtrim.integrations.llama_index import Memory
+
+    cls = LlamaMemory if impl == "llama-index" else Memory
+    memory = cls.from_defaults(token_limit=LLAMA_LIMITS[limit])
+    history, _ = _rounds(_llama_round, n)
+    loop = asyncio.new_event_loop()
+    # In batch inserts (``aset`` inserts row by row, and a 10k-message active queue over the
+    # limit takes LlamaIndex a minute to flush: set-up, not the turn being measured).
+    from llama_index.core.storage.chat_store.base_db import MessageStatus
+
+    active = len(history) if limit == "1M" else 400
+    store, key = memory.sql_store, memory.session_id
+    old, recent = history[:-active], history[-active:]
+    if old:
+        loop.run_until_complete(store.add_messages(key, old, status=MessageStatus.ARCHIVED))
+    loop.run_until_complete(store.add_messages(key, recent, status=MessageStatus.ACTIVE))
+    counter = itertools.count(len(history))
+
+    async def turn() -> Any:
+        task, *rest = _llama_round(next(counter))
+        await memory.aput(task)
+        await memory.aput_messages(rest)
+        return await memory.aget()
+
+    try:
+        rounds = 5 if impl == "llama-index" and limit == "1M" and n > 1_000 else 15
+        _timed(
+            benchmark,
+            f"llama-index Memory turn, {limit} limit, {n}",
+            impl,
+            lambda: None,
+            lambda: loop.run_until_complete(turn()),
+            rounds=rounds,
+        )
+    finally:
+        loop.run_until_complete(memory.sql_store._async_engine.dispose())
+        loop.close()
 
 
 # -- first calls ----------------------------------------------------------------------------

@@ -76,6 +76,8 @@ _LC_MW = "tests/unit_tests/agents/middleware/implementations"
 _CTX_MW = "ctxtrim.integrations.langchain_middleware"
 _AGENTS = ("agents", "agents.memory", "agents.memory.sqlite_session")
 
+# Not here: llama-index-core (its sdist ships no tests, only the package), whose Memory runs
+# side by side with ctxtrim's drop-in in tests/integrations/test_integration_llama_index.py.
 FRAMEWORKS: tuple[Framework, ...] = (
     Framework(
         name="langchain",

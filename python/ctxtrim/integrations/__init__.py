@@ -7,6 +7,7 @@ when the framework is missing, so importing this package itself costs nothing:
 - ``.langchain``: langchain-core's ``trim_messages`` (``ctxtrim[langchain]``);
 - ``.langchain_middleware``: LangChain v1's ``SummarizationMiddleware`` and
   ``ContextEditingMiddleware`` (``ctxtrim[langchain]``, Python >= 3.11);
+- ``.llama_index``: llama-index-core's ``Memory``, subclassed (``ctxtrim[llama-index]``);
 - ``.openai_agents``: an openai-agents ``Session`` on any ctxtrim store, and a
   ``session_input_callback`` (``ctxtrim[openai-agents]``);
 - ``.pydantic_ai``: a pydantic-ai history processor / capability (``ctxtrim[pydantic-ai]``);
