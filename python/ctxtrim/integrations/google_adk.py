@@ -1,0 +1,321 @@
+"""A pair-safe, budgeted trim of what a Google ADK agent sends its model.
+
+One plugin on the runner (or one callback on an agent)::
+
+    from google.adk.runners import Runner
+    from ctxtrim.integrations.google_adk import TrimContents
+
+    runner = Runner(agent=agent, app_name="app", session_service=sessions,
+                    plugins=[TrimContents(max_tokens=100_000)])
+
+:class:`TrimContents` is an ADK ``BasePlugin`` whose ``before_model_callback`` replaces
+``llm_request.contents`` by the longest pair-safe suffix that fits the budget, after the
+pinned task (the first user content); called as a function it is an agent's
+``before_model_callback`` too (``LlmAgent(..., before_model_callback=TrimContents(...))``).
+It takes the place of ADK's ``ContextFilterPlugin`` (which keeps the last *n* invocations,
+whatever their size) and works after ADK's own events compaction (a compaction's summary
+is a content like any other).
+
+Invariants:
+
+* The contents kept are ADK's own ``types.Content`` objects, in order (never copies): a
+  content is kept or dropped whole, so a thought signature stays on its part and the parts
+  of one model turn stay together.
+* No function response is kept without its call, and no call without its response
+  (``validate`` would call either an orphan; Gemini refuses them). Pairs are matched by id
+  where the request carries ids; ADK strips its own ``adk-`` ids before it calls a Gemini
+  model, so a response without an id answers the calls of the model content before it
+  (over the user contents between them), in order and by name — as the Gemini API pairs
+  them.
+* ``max_tokens`` is the request's: the system instruction's tokens are taken off it, and
+  with no ``max_tokens`` the budget is the model's context window from
+  :mod:`ctxtrim.models` (``llm_request.model``), less the ``max_output_tokens`` of the
+  request's config. A model the table does not know raises
+  :class:`~ctxtrim.errors.UnknownModel` naming it: register it, or pass ``max_tokens``.
+* A call reads the contents from their two ends as far back as the budget reaches
+  (O(window), not O(history)): ADK hands the plugin fresh copies of every content on every
+  request, so there is nothing to cache across turns by identity.
+
+Contents are priced as ctxtrim prices messages: texts, function calls' names and JSON
+arguments, function responses' JSON, images by their size; other parts (audio, files,
+code execution) as :mod:`ctxtrim.formats.gemini` reads them. Or by a
+:class:`ctxtrim.TokenCounter` of yours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ctxtrim import _core
+from ctxtrim.errors import InvalidMessage, InvalidStrategy
+from ctxtrim.integrations._common import missing_extra, take
+from ctxtrim.messages import (
+    IMAGE_MEDIA_TYPES,
+    Block,
+    ImageBlock,
+    Message,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from ctxtrim.strategies import (
+    FitContextWindow,
+    KeepLastMessages,
+    KeepLastTurns,
+    TrimRounds,
+)
+from ctxtrim.tokens import TokenCounter
+
+try:
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.plugins.base_plugin import BasePlugin
+    from google.genai import types
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("google-adk", "adk", _err) from _err
+
+__all__ = ["TrimContents", "to_skeleton"]
+
+#: The cut strategies the core decides in one call: what ``strategy=`` takes.
+_CUTS = (FitContextWindow, KeepLastTurns, TrimRounds, KeepLastMessages)
+#: How far back a response without an id looks for the model content of its call (ADK
+#: merges the responses of one model turn into one content: one step back, normally).
+_LOOK_BACK = 16
+
+
+def _json(value: Any) -> str:
+    """The compact JSON of a call's arguments or a response, for its token count."""
+    try:
+        return _core.compact_json(value)
+    except (TypeError, ValueError):  # a tool returned something JSON cannot hold
+        return str(value)
+
+
+def _other(part: types.Part, role: str) -> Block:
+    """A part that is neither text nor a function call or response, as
+    :mod:`ctxtrim.formats.gemini` reads it (images by size, the rest by its row)."""
+    blob = part.inline_data
+    if blob is not None and blob.mime_type in IMAGE_MEDIA_TYPES and blob.data:
+        return ImageBlock(blob.mime_type, blob.data)
+    from ctxtrim.formats.gemini import from_gemini
+
+    raw = part.model_dump(mode="json", exclude_none=True)
+    try:
+        block = from_gemini([{"role": role, "parts": [raw]}])[0].content[0]
+    except (InvalidMessage, IndexError):
+        return TextBlock(_json(raw))
+    if type(block) in (ToolUseBlock, ToolResultBlock):  # pragma: no cover - handled before
+        return TextBlock(_json(raw))
+    return block
+
+
+def _calls(content: types.Content, i: int) -> list[tuple[str, str]]:
+    """``(name, id)`` of the function calls of the model content at index ``i`` (a call
+    without an id is named by its position: ``adk_<i>_<k>``)."""
+    out = []
+    for k, part in enumerate(content.parts or ()):
+        fc = part.function_call
+        if fc is not None:
+            out.append((fc.name or "", fc.id or f"adk_{i}_{k}"))
+    return out
+
+
+def _answers(contents: Sequence[types.Content], i: int) -> list[tuple[str, str]]:
+    """The calls the id-less responses of content ``i`` may answer, in order: those of the
+    latest model content before it not answered by the user contents in between."""
+    j = i - 1
+    while j >= 0 and i - j <= _LOOK_BACK and contents[j].role != "model":
+        j -= 1
+    if j < 0 or i - j > _LOOK_BACK:
+        return []
+    waiting = _calls(contents[j], j)
+    for c in contents[j + 1 : i]:
+        for part in c.parts or ():
+            fr = part.function_response
+            if fr is not None:
+                _answer(waiting, fr)
+    return waiting
+
+
+def _answer(waiting: list[tuple[str, str]], fr: types.FunctionResponse) -> str | None:
+    """The id of the waiting call ``fr`` answers (removed from ``waiting``), or None."""
+    for k, (name, call_id) in enumerate(waiting):
+        if (fr.id is not None and call_id == fr.id) or (fr.id is None and name == fr.name):
+            del waiting[k]
+            return call_id
+    return None
+
+
+def to_skeleton(contents: Sequence[types.Content], i: int) -> Message:
+    """The ctxtrim skeleton of ``contents[i]``: its role, the ids of its calls and of the
+    calls its responses answer, and what it costs in tokens."""
+    content = contents[i]
+    parts = content.parts or ()
+    if content.role == "model":
+        blocks: list[Block] = []
+        for k, part in enumerate(parts):
+            fc = part.function_call
+            if fc is not None:
+                args = fc.args or {}
+                name = fc.name or "?"
+                blocks.append(ToolUseBlock(fc.id or f"adk_{i}_{k}", name, args))
+            elif part.text is not None:
+                blocks.append(TextBlock(part.text))
+            else:
+                blocks.append(_other(part, "model"))
+        return Message("assistant", tuple(blocks) or (TextBlock(""),))
+    results: list[Block] = []
+    rest: list[Block] = []
+    waiting: list[tuple[str, str]] | None = None
+    for k, part in enumerate(parts):
+        fr = part.function_response
+        if fr is not None:
+            call_id = fr.id
+            if call_id is None:
+                if waiting is None:
+                    waiting = _answers(contents, i)
+                call_id = _answer(waiting, fr) or f"adk_orphan_{i}_{k}"
+            results.append(ToolResultBlock(call_id, _json(fr.response or {})))
+        elif part.text is not None:
+            rest.append(TextBlock(part.text))
+        else:
+            rest.append(_other(part, "user"))
+    # Results first: a content answering calls and adding text is still one message.
+    return Message("user", (*results, *rest) or (TextBlock(""),))
+
+
+def _instruction_tokens(config: types.GenerateContentConfig | None) -> int:
+    """The estimated tokens of the request's system instruction."""
+    si = None if config is None else config.system_instruction
+    if si is None:
+        return 0
+    if isinstance(si, str):
+        return int(_core.estimate_tokens(si))
+    if isinstance(si, types.Content):
+        texts = [p.text for p in si.parts or () if p.text]
+    elif isinstance(si, types.Part):
+        texts = [si.text or ""]
+    elif isinstance(si, list):
+        texts = [x if isinstance(x, str) else getattr(x, "text", "") or "" for x in si]
+    else:
+        texts = [str(si)]
+    return int(_core.estimate_tokens("\n".join(texts)))
+
+
+class TrimContents(BasePlugin):
+    """Fit an ADK agent's model request in a token budget, pair-safely.
+
+    ``TrimContents(max_tokens=None, *, reserve_tokens=0, counter=None, pin_task=True,
+    strategy=None, name="ctxtrim_trim_contents")``:
+
+    * ``max_tokens``: the request's budget (the system instruction comes off it); None: the
+      model's context window (:mod:`ctxtrim.models`), less the request's
+      ``max_output_tokens``, less ``reserve_tokens``;
+    * ``strategy``: one of ctxtrim's cut strategies instead of a budget
+      (``KeepLastTurns(10)`` keeps the last ten user turns, as ``ContextFilterPlugin``'s
+      ``num_invocations_to_keep`` does, but never splits a pair); ``FitContextWindow`` too;
+    * ``counter``: a :class:`ctxtrim.TokenCounter` pricing the contents' skeletons.
+
+    Pass it in ``Runner(plugins=[...])``, or as ``LlmAgent(before_model_callback=...)``.
+    """
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        *,
+        reserve_tokens: int = 0,
+        counter: TokenCounter | Callable[[str], int] | None = None,
+        pin_task: bool = True,
+        strategy: FitContextWindow | KeepLastTurns | TrimRounds | KeepLastMessages | None = None,
+        name: str = "ctxtrim_trim_contents",
+    ) -> None:
+        super().__init__(name)
+        if strategy is not None:
+            if max_tokens is not None:
+                raise InvalidStrategy("give max_tokens or strategy, not both")
+            if type(strategy) not in _CUTS:
+                raise InvalidStrategy(
+                    "strategy must be one of FitContextWindow, KeepLastTurns, TrimRounds, "
+                    f"KeepLastMessages (a cut of whole contents), got {type(strategy).__name__}"
+                )
+        elif max_tokens is not None:
+            strategy = FitContextWindow(
+                max_tokens, counter, reserve_tokens=reserve_tokens, pin_task=pin_task
+            )
+        else:
+            # The budget is the model's: checked here, known only per request.
+            FitContextWindow(max(reserve_tokens, 0) + 1, counter, reserve_tokens=reserve_tokens)
+        self._strategy = strategy
+        self._reserve = reserve_tokens
+        self._counter = counter
+        self._pin_task = pin_task
+        self._by_model: dict[tuple[str, int], FitContextWindow] = {}
+        self._tail = _core.Tail()
+
+    def __repr__(self) -> str:
+        what = repr(self._strategy) if self._strategy is not None else "model window"
+        return f"TrimContents({what})"
+
+    def _for(
+        self, request: LlmRequest
+    ) -> FitContextWindow | KeepLastTurns | TrimRounds | KeepLastMessages:
+        """The strategy of a request: the one given, or the model's window."""
+        if self._strategy is not None:
+            return self._strategy
+        from ctxtrim.models import budget
+
+        config = request.config
+        out = (config.max_output_tokens if config is not None else None) or 0
+        key = (request.model or "", out)
+        found = self._by_model.get(key)
+        if found is None:
+            window = budget(key[0], reserve_output=out or False)
+            found = FitContextWindow(
+                window, self._counter, reserve_tokens=self._reserve, pin_task=self._pin_task
+            )
+            self._by_model[key] = found
+        return found
+
+    def trim(self, llm_request: LlmRequest) -> None:
+        """Replace ``llm_request.contents`` by its pair-safe window (in place)."""
+        contents = llm_request.contents
+        if not contents:
+            return
+        strategy = self._for(llm_request)
+        if type(strategy) is FitContextWindow:
+            value = strategy.budget - _instruction_tokens(llm_request.config)
+            value = max(value, 1)
+        else:
+            value = getattr(strategy, strategy._value)
+
+        def convert(_content: types.Content, i: int) -> Message:
+            return to_skeleton(contents, i)
+
+        ranges, unchanged, _ = _core.cut_window(
+            contents,
+            strategy._rule,
+            value,
+            pin_task=strategy.pin_task,
+            start_with_user=strategy.start_with_user,
+            counter=strategy.counter,
+            convert=convert,
+            tail=self._tail,
+        )
+        if not unchanged:
+            llm_request.contents = take(contents, ranges)
+
+    def __call__(
+        self, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        """An agent's ``before_model_callback``: trims the request, lets the call go on."""
+        self.trim(llm_request)
+        return None
+
+    async def before_model_callback(
+        self, *, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> LlmResponse | None:
+        """The plugin's hook: trims the request, lets the call go on."""
+        self.trim(llm_request)
+        return None
