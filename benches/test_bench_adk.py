@@ -16,7 +16,10 @@ request, each side through its documented API:
 
 Run ``pytest benches/test_bench_adk.py --benchmark-enable --benchmark-group-by=group``
 in a venv with ``ctxtrim[adk]`` (google-adk needs google-genai < 3, which the test extra
-does not allow); without google-adk the file skips by name. Speed is reported, never
+does not allow); without google-adk the file skips by name. ``python
+benches/test_bench_adk.py [--sizes 1000,10000] [--rounds 100]`` times the pairs in
+alternating rounds in one process instead (``paired_dropins.paired``: the median of the
+per-round ratios, so a slow stretch of the VM slows both sides). Speed is reported, never
 asserted.
 """
 
@@ -63,6 +66,9 @@ def _fresh(history: list[types.Content]) -> list[types.Content]:
     return out
 
 
+IMPLS = ("ContextFilterPlugin(50)", "ctxtrim KeepLastTurns(50)", "ctxtrim 8000 tokens")
+
+
 def _plugin(impl: str) -> Any:
     if impl == "ContextFilterPlugin(50)":
         return ContextFilterPlugin(num_invocations_to_keep=50)
@@ -72,13 +78,21 @@ def _plugin(impl: str) -> Any:
 
 
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize(
-    "impl", ["ContextFilterPlugin(50)", "ctxtrim KeepLastTurns(50)", "ctxtrim 8000 tokens"]
-)
+@pytest.mark.parametrize("impl", IMPLS)
 def test_adk_before_model(benchmark: Any, impl: str, n: int) -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        grow, call, _ = _side(impl, n, loop)
+        _timed(benchmark, f"ADK before_model {n}", impl, grow, call)
+    finally:
+        loop.close()
+
+
+def _side(impl: str, n: int, loop: asyncio.AbstractEventLoop) -> Any:
+    """``(grow, call, close)``: append an invocation and copy the request (untimed), run
+    the plugin on it (timed)."""
     history, grow = _rounds(_round, n)
     plugin = _plugin(impl)
-    loop = asyncio.new_event_loop()
     # The request, and its full contents held here: the copies a plugin drops are freed in
     # the next setup, not in the timed call (ADK frees them after the request either way).
     request = [LlmRequest(model="gemini-2.5-flash", contents=_fresh(history))]
@@ -96,7 +110,30 @@ def test_adk_before_model(benchmark: Any, impl: str, n: int) -> None:
         )
         return req.contents
 
-    try:
-        _timed(benchmark, f"ADK before_model {n}", impl, grow_and_copy, call)
-    finally:
-        loop.close()
+    return grow_and_copy, call, lambda: None
+
+
+def main() -> None:
+    import argparse
+
+    from paired_dropins import paired
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--rounds", type=int, default=100)
+    args = parser.parse_args()
+    print(
+        f"{'ctxtrim side':28} {'contents':>8} {'original µs':>12} {'ctxtrim µs':>11} {'ratio':>6}"
+    )
+    for n in (int(s) for s in args.sizes.split(",")):
+        for impl in IMPLS[1:]:
+            loop = asyncio.new_event_loop()
+            try:
+                a, b, ratio = paired(_side(IMPLS[0], n, loop), _side(impl, n, loop), args.rounds)
+            finally:
+                loop.close()
+            print(f"{impl:28} {n:>8} {a * 1e6:>12.1f} {b * 1e6:>11.1f} {ratio:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -173,6 +173,45 @@ def test_the_request_is_trimmed_in_place_and_keeps_adk_objects() -> None:
     assert validate(as_messages(req.contents)) == []
 
 
+def copies(contents: list[types.Content]) -> list[types.Content]:
+    """The contents as ADK puts them in each request: each content and part a shallow copy
+    (the texts, arguments and responses shared with the session)."""
+    out = []
+    for c in contents:
+        copy = c.model_copy()
+        copy.parts = [p.model_copy() for p in c.parts or ()]
+        out.append(copy)
+    return out
+
+
+def test_one_plugin_over_many_requests_stays_pair_safe() -> None:
+    """Skeletons kept from request to request (by the payloads the copies share): a history
+    that grows, then loses its start (as after a compaction: every content at a new index),
+    then has its responses rebuilt, with no-argument calls in it, is cut at every budget on
+    every request as a new plugin cuts it, pair-safely."""
+    session = chat(30)
+    no_args = types.Part(function_call=types.FunctionCall(name="now"))
+    session[5] = types.Content(role="model", parts=[no_args, call("now", "")])
+    session[6] = types.Content(role="user", parts=[response("now", "12:00")] * 2)
+    assert validate(as_messages(session)) == []
+    # The start dropped and the responses rebuilt (new payloads): the calls' contents are
+    # known from before, at other indices, their responses are not.
+    rebuilt = [
+        c.model_copy(deep=True) if any(p.function_response for p in c.parts or ()) else c
+        for c in session[9:]
+    ]
+    requests = [session[:60], session[:80], session, session[9:], session[9:], rebuilt]
+    for budget in (150, 400, 900, 2500):
+        plugin = TrimContents(max_tokens=budget)
+        for contents in requests:
+            req = request(copies(contents))
+            plugin.trim(req)
+            assert validate(as_messages(req.contents)) == [], budget
+            fresh = request(copies(contents))
+            TrimContents(max_tokens=budget).trim(fresh)
+            assert req.contents == fresh.contents  # the same cut as a new plugin's
+
+
 def test_a_history_within_the_budget_is_left_alone() -> None:
     contents = chat(3)
     req = request(contents)

@@ -33,8 +33,9 @@ Invariants:
   request's config. A model the table does not know raises
   :class:`~ctxtrim.errors.UnknownModel` naming it: register it, or pass ``max_tokens``.
 * A call reads the contents from their two ends as far back as the budget reaches
-  (O(window), not O(history)): ADK hands the plugin fresh copies of every content on every
-  request, so there is nothing to cache across turns by identity.
+  (O(window), not O(history)). ADK hands the plugin fresh copies of every content on every
+  request, but the copies share their payloads (texts, arguments, responses) with the
+  session: a content's skeleton is kept by those, so a turn converts only its new contents.
 
 Contents are priced as ctxtrim prices messages: texts, function calls' names and JSON
 arguments, function responses' JSON, images by their size; other parts (audio, files,
@@ -186,6 +187,60 @@ def to_skeleton(contents: Sequence[types.Content], i: int) -> Message:
     return Message("user", (*results, *rest) or (TextBlock(""),))
 
 
+class _Kept:
+    """Skeletons kept across requests, by what ADK's copies share with the session.
+
+    ADK copies every content and part for every request, but not their payloads: a part's
+    ``text`` string, a call's ``args`` dict (also when ADK strips the call's id: a shallow
+    copy) and a response's ``response`` dict are the session event's own objects. A
+    content's key is its index, its role and the identity of each part's payload; an entry
+    holds the payloads, so no id is reused while it lives. The index is in the key because
+    a skeleton's id-less calls are named by their index; a content whose parts are not all
+    text, calls and responses is not kept (converted each time). Two contents with the
+    same key hold the same payload objects in the same roles: the same skeleton. Bounded:
+    past ``4 *`` the contents read (and 4096) it keeps the entries the last call read.
+    """
+
+    __slots__ = ("_entries", "_read")
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Any, ...], tuple[tuple[Any, ...], Message]] = {}
+        self._read: list[tuple[Any, ...]] = []
+
+    def one(self, contents: Sequence[types.Content], i: int) -> Message:
+        content = contents[i]
+        payloads: list[Any] = []
+        for part in content.parts or ():
+            fc = part.function_call
+            if fc is not None:
+                payloads.append(fc.args)
+                continue
+            fr = part.function_response
+            if fr is not None:
+                payloads.append(fr.response)
+                continue
+            text = part.text
+            if text is None:
+                return to_skeleton(contents, i)
+            payloads.append(text)
+        if not payloads or any(x is None for x in payloads):
+            return to_skeleton(contents, i)
+        key = (i, content.role, *map(id, payloads))
+        hit = self._entries.get(key)
+        if hit is None:
+            hit = (tuple(payloads), to_skeleton(contents, i))
+            self._entries[key] = hit
+        self._read.append(key)
+        return hit[1]
+
+    def done(self) -> None:
+        """After a call: bound the entries by what it read."""
+        read, self._read = self._read, []
+        entries = self._entries
+        if len(entries) > max(4096, 4 * len(read)):
+            self._entries = {k: entries[k] for k in read if k in entries}
+
+
 def _instruction_tokens(config: types.GenerateContentConfig | None) -> int:
     """The estimated tokens of the request's system instruction."""
     si = None if config is None else config.system_instruction
@@ -253,6 +308,7 @@ class TrimContents(BasePlugin):
         self._pin_task = pin_task
         self._by_model: dict[tuple[str, int], FitContextWindow] = {}
         self._tail = _core.Tail()
+        self._kept = _Kept()
 
     def __repr__(self) -> str:
         what = repr(self._strategy) if self._strategy is not None else "model window"
@@ -290,8 +346,10 @@ class TrimContents(BasePlugin):
         else:
             value = getattr(strategy, strategy._value)
 
+        kept = self._kept
+
         def convert(_content: types.Content, i: int) -> Message:
-            return to_skeleton(contents, i)
+            return kept.one(contents, i)
 
         ranges, unchanged, _ = _core.cut_window(
             contents,
@@ -303,6 +361,7 @@ class TrimContents(BasePlugin):
             convert=convert,
             tail=self._tail,
         )
+        kept.done()
         if not unchanged:
             llm_request.contents = take(contents, ranges)
 
