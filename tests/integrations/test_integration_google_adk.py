@@ -281,6 +281,40 @@ def test_thought_signatures_stay_with_their_parts() -> None:
     assert (signed.parts or [])[1].thought_signature == b"sig-2"
 
 
+def test_code_execution_and_files_are_priced_not_paired() -> None:
+    """ADK's code executors answer in a content of their own: those parts are priced as
+    text and not paired, so the history still trims; a file is priced by its row of the
+    Gemini format (a PDF behind a URI, pages unknown: 10,000 tokens)."""
+    code = types.Part(
+        executable_code=types.ExecutableCode(code="print(1)", language=types.Language.PYTHON)
+    )
+    result = types.Part(
+        code_execution_result=types.CodeExecutionResult(
+            outcome=types.Outcome.OUTCOME_OK, output="1"
+        )
+    )
+    pdf = types.Part(file_data=types.FileData(file_uri="gs://b/a.pdf", mime_type="application/pdf"))
+    contents = [user("task"), types.Content(role="user", parts=[types.Part(text="read"), pdf])]
+    for r in range(20):
+        contents += [
+            user(f"q{r} " * 20),
+            types.Content(role="model", parts=[code]),
+            types.Content(role="model", parts=[result]),
+            types.Content(role="model", parts=[types.Part(text="ans " * 30)]),
+        ]
+    skeletons = [to_skeleton(contents, i) for i in range(len(contents))]
+    assert validate(skeletons) == []
+    assert skeletons[1].content[1].format == "gemini"  # type: ignore[union-attr]
+    assert HeuristicTokenCounter().count_message(skeletons[1]) > 10_000
+    req = request(contents)
+    TrimContents(max_tokens=400).trim(req)
+    assert 4 < len(req.contents) < 20
+    assert req.contents[1:] == contents[len(contents) - len(req.contents) + 1 :]
+    req = request(contents)
+    TrimContents(max_tokens=20_000).trim(req)
+    assert req.contents == contents
+
+
 def test_the_gemini_format_round_trips_what_adk_sends() -> None:
     """ADK's contents (google-genai 2.x types here) through ctxtrim's Gemini format."""
     thought = types.Part(text="t", thought=True, thought_signature=b"\x00\xff")

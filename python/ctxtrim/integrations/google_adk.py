@@ -38,8 +38,9 @@ Invariants:
   session: a content's skeleton is kept by those, so a turn converts only its new contents.
 
 Contents are priced as ctxtrim prices messages: texts, function calls' names and JSON
-arguments, function responses' JSON, images by their size; other parts (audio, files,
-code execution) as :mod:`ctxtrim.formats.gemini` reads them. Or by a
+arguments, function responses' JSON, images by their size; audio, files and other parts as
+:mod:`ctxtrim.formats.gemini` reads them; code execution and server tool parts as their
+JSON text (never paired: nothing on the wire pairs them across contents). Or by a
 :class:`ctxtrim.TokenCounter` of yours.
 """
 
@@ -56,6 +57,7 @@ from ctxtrim.messages import (
     Block,
     ImageBlock,
     Message,
+    ProviderBlock,
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
@@ -108,6 +110,11 @@ def _other(part: types.Part, role: str) -> Block:
     except (InvalidMessage, IndexError):
         return TextBlock(_json(raw))
     if type(block) in (ToolUseBlock, ToolResultBlock):  # pragma: no cover - handled before
+        return TextBlock(_json(raw))
+    if type(block) is ProviderBlock and block.call_id is not None:
+        # Code execution and server tool parts: the Gemini format pairs them within one
+        # content only, and a content is kept whole here; across contents (ADK's code
+        # executors answer in a content of their own) nothing on the wire pairs them.
         return TextBlock(_json(raw))
     return block
 
