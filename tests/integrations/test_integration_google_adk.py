@@ -13,6 +13,7 @@ not installed; CI runs them in a venv of their own (``pip install 'ctxtrim[adk]'
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 from collections.abc import AsyncGenerator
 from typing import Any, cast
@@ -61,6 +62,12 @@ def response(name: str, out: str, call_id: str | None = None) -> types.Part:
     return types.Part(
         function_response=types.FunctionResponse(name=name, response={"out": out}, id=call_id)
     )
+
+
+#: A real 1x1 PNG (priced by its size).
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
+)
 
 
 def user(text: str) -> types.Content:
@@ -337,6 +344,29 @@ def test_the_system_instruction_comes_off_the_budget() -> None:
     TrimContents(max_tokens=1500).trim(long)
     assert len(long.contents) < len(plain.contents)
     assert tokens(long.contents) + estimate_tokens("Be helpful. " * 300) <= 1500
+
+
+def test_a_static_instruction_prefix_stays_in_front() -> None:
+    """ADK's non-text static instruction: contents at the front, their end index on the
+    request (later instructions go in after it); kept there and taken off the budget."""
+    image = types.Part(inline_data=types.Blob(mime_type="image/png", data=PNG))
+    prefix = [
+        types.Content(role="user", parts=[types.Part(text="look at this"), image]),
+        types.Content(role="user", parts=[types.Part(text="and remember it")]),
+    ]
+    contents = chat(20)
+    req = request(prefix + contents)
+    req._static_instruction_prefix_end_index = 2
+    TrimContents(max_tokens=900).trim(req)
+    assert req.contents[:2] == prefix
+    rest = req.contents[2:]
+    assert rest[0] is contents[0]  # the task, pinned after the prefix
+    assert rest[1:] == contents[len(contents) - len(rest) + 1 :]
+    assert validate(as_messages(rest)) == []
+    assert tokens(req.contents) <= 900
+    alone = request(contents)
+    TrimContents(max_tokens=900).trim(alone)
+    assert len(rest) < len(alone.contents)  # the prefix came off the budget
 
 
 def test_without_max_tokens_the_model_window_is_the_budget() -> None:

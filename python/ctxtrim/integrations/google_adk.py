@@ -27,6 +27,8 @@ Invariants:
   model, so a response without an id answers the calls of the model content before it
   (over the user contents between them), in order and by name — as the Gemini API pairs
   them.
+* A static instruction ADK placed at the front of the contents (non-text parts, a stable
+  prefix for context caching) stays there, as it is; the contents after it are trimmed.
 * ``max_tokens`` is the request's: the system instruction's tokens are taken off it, and
   with no ``max_tokens`` the budget is the model's context window from
   :mod:`ctxtrim.models` (``llm_request.model``), less the ``max_output_tokens`` of the
@@ -347,8 +349,16 @@ class TrimContents(BasePlugin):
         if not contents:
             return
         strategy = self._for(llm_request)
+        # ADK puts a non-text static instruction at the front of the contents, a stable
+        # prefix for the provider's context cache, and inserts later instructions after it
+        # by its index: it is kept as it is, and the rest trimmed.
+        k = getattr(llm_request, "_static_instruction_prefix_end_index", None)
+        k = k if type(k) is int and 0 < k < len(contents) else 0
+        prefix, contents = (contents[:k], contents[k:]) if k else ([], contents)
         if type(strategy) is FitContextWindow:
             value = strategy.budget - _instruction_tokens(llm_request.config)
+            for i in range(k):
+                value -= _core.message_tokens(to_skeleton(prefix, i), counter=strategy.counter)
             value = max(value, 1)
         else:
             value = getattr(strategy, strategy._value)
@@ -370,7 +380,7 @@ class TrimContents(BasePlugin):
         )
         kept.done()
         if not unchanged:
-            llm_request.contents = take(contents, ranges)
+            llm_request.contents = prefix + take(contents, ranges) if k else take(contents, ranges)
 
     def __call__(
         self, callback_context: CallbackContext, llm_request: LlmRequest
