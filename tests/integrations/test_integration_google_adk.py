@@ -430,3 +430,5 @@ def test_bad_arguments_raise_typed_errors() -> None:
         TrimContents(strategy=HeadAndTail(2, 10))  # type: ignore[arg-type]
     with pytest.raises(InvalidStrategy, match="reserve_tokens"):
         TrimContents(reserve_tokens=-1)
+    with pytest.raises(InvalidStrategy, match="the strategy's own options"):
+        TrimContents(strategy=KeepLastTurns(2), pin_task=False)

@@ -1,12 +1,11 @@
 """A pair-safe, budgeted trim of what a Google ADK agent sends its model.
 
-One plugin on the runner (or one callback on an agent)::
+One plugin on the app (or one callback on an agent)::
 
-    from google.adk.runners import Runner
+    from google.adk.apps import App
     from ctxtrim.integrations.google_adk import TrimContents
 
-    runner = Runner(agent=agent, app_name="app", session_service=sessions,
-                    plugins=[TrimContents(max_tokens=100_000)])
+    app = App(name="app", root_agent=agent, plugins=[TrimContents(max_tokens=100_000)])
 
 :class:`TrimContents` is an ADK ``BasePlugin`` whose ``before_model_callback`` replaces
 ``llm_request.contents`` by the longest pair-safe suffix that fits the budget, after the
@@ -205,49 +204,48 @@ class _Kept:
     content's key is its index, its role and the identity of each part's payload; an entry
     holds the payloads, so no id is reused while it lives. The index is in the key because
     a skeleton's id-less calls are named by their index; a content whose parts are not all
-    text, calls and responses is not kept (converted each time). Two contents with the
-    same key hold the same payload objects in the same roles: the same skeleton. Bounded:
-    past ``4 *`` the contents read (and 4096) it keeps the entries the last call read.
+    text, calls with arguments and responses is not kept (converted each time). Two
+    contents with the same key hold the same payload objects in the same roles: the same
+    skeleton. Bounded: past 4096 entries and four times the contents the last call read, it
+    starts again (a window is converted once more); a hit allocates nothing that outlives
+    it, so a warm call leaves the garbage collector's counts where they were.
     """
 
-    __slots__ = ("_entries", "_read")
+    __slots__ = ("_entries", "_reads")
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Any, ...], tuple[tuple[Any, ...], Message]] = {}
-        self._read: list[tuple[Any, ...]] = []
+        self._entries: dict[tuple[Any, ...], tuple[list[Any], Message]] = {}
+        self._reads = 0
 
     def one(self, contents: Sequence[types.Content], i: int) -> Message:
         content = contents[i]
-        payloads: list[Any] = []
+        payloads: list[Any] = [i, content.role]
         for part in content.parts or ():
+            payload: Any
             fc = part.function_call
             if fc is not None:
-                payloads.append(fc.args)
-                continue
-            fr = part.function_response
-            if fr is not None:
-                payloads.append(fr.response)
-                continue
-            text = part.text
-            if text is None:
+                payload = fc.args
+            else:
+                fr = part.function_response
+                payload = fr.response if fr is not None else part.text
+            if payload is None:
                 return to_skeleton(contents, i)
-            payloads.append(text)
-        if not payloads or any(x is None for x in payloads):
+            payloads.append(payload)
+        if len(payloads) == 2:
             return to_skeleton(contents, i)
-        key = (i, content.role, *map(id, payloads))
+        key = (i, content.role, *map(id, payloads[2:]))
+        self._reads += 1
         hit = self._entries.get(key)
         if hit is None:
-            hit = (tuple(payloads), to_skeleton(contents, i))
+            hit = (payloads, to_skeleton(contents, i))
             self._entries[key] = hit
-        self._read.append(key)
         return hit[1]
 
     def done(self) -> None:
         """After a call: bound the entries by what it read."""
-        read, self._read = self._read, []
-        entries = self._entries
-        if len(entries) > max(4096, 4 * len(read)):
-            self._entries = {k: entries[k] for k in read if k in entries}
+        if len(self._entries) > max(4096, 4 * self._reads):
+            self._entries = {}
+        self._reads = 0
 
 
 def _instruction_tokens(config: types.GenerateContentConfig | None) -> int:
@@ -282,7 +280,7 @@ class TrimContents(BasePlugin):
       ``num_invocations_to_keep`` does, but never splits a pair); ``FitContextWindow`` too;
     * ``counter``: a :class:`ctxtrim.TokenCounter` pricing the contents' skeletons.
 
-    Pass it in ``Runner(plugins=[...])``, or as ``LlmAgent(before_model_callback=...)``.
+    Pass it in ``App(plugins=[...])``, or as ``LlmAgent(before_model_callback=...)``.
     """
 
     def __init__(
@@ -299,6 +297,11 @@ class TrimContents(BasePlugin):
         if strategy is not None:
             if max_tokens is not None:
                 raise InvalidStrategy("give max_tokens or strategy, not both")
+            if reserve_tokens or counter is not None or not pin_task:
+                raise InvalidStrategy(
+                    "reserve_tokens, counter and pin_task are the strategy's own options: "
+                    "give them to it"
+                )
             if type(strategy) not in _CUTS:
                 raise InvalidStrategy(
                     "strategy must be one of FitContextWindow, KeepLastTurns, TrimRounds, "
