@@ -10,8 +10,9 @@ request, each side through its documented API:
 
 * ``ContextFilterPlugin(num_invocations_to_keep=50)`` (the original: a scan of every
   content for invocation starts, then a slice);
-* ``TrimContents(strategy=KeepLastTurns(50))``: the same window, pair-safe, read from the
-  end;
+* ctxtrim's ``ContextFilterPlugin(num_invocations_to_keep=50)`` (the drop-in: the same
+  window, pair-safe, read from the end);
+* ``TrimContents(strategy=KeepLastTurns(50))``: the last 50 user turns, the task pinned;
 * ``TrimContents(max_tokens=8000)``: a token budget (what ADK's plugin cannot express).
 
 Run ``pytest benches/test_bench_adk.py --benchmark-enable --benchmark-group-by=group``
@@ -40,6 +41,7 @@ from google.adk.plugins.context_filter_plugin import ContextFilterPlugin
 from google.genai import types
 
 from ctxtrim import KeepLastTurns
+from ctxtrim.integrations import google_adk as ours
 from ctxtrim.integrations.google_adk import TrimContents
 
 SIZES = (1_000, 10_000)
@@ -66,12 +68,19 @@ def _fresh(history: list[types.Content]) -> list[types.Content]:
     return out
 
 
-IMPLS = ("ContextFilterPlugin(50)", "ctxtrim KeepLastTurns(50)", "ctxtrim 8000 tokens")
+IMPLS = (
+    "ContextFilterPlugin(50)",
+    "ctxtrim ContextFilterPlugin(50)",
+    "ctxtrim KeepLastTurns(50)",
+    "ctxtrim 8000 tokens",
+)
 
 
 def _plugin(impl: str) -> Any:
     if impl == "ContextFilterPlugin(50)":
         return ContextFilterPlugin(num_invocations_to_keep=50)
+    if impl == "ctxtrim ContextFilterPlugin(50)":
+        return ours.ContextFilterPlugin(num_invocations_to_keep=50)
     if impl == "ctxtrim KeepLastTurns(50)":
         return TrimContents(strategy=KeepLastTurns(50))
     return TrimContents(max_tokens=8000)
@@ -123,7 +132,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=100)
     args = parser.parse_args()
     print(
-        f"{'ctxtrim side':28} {'contents':>8} {'original µs':>12} {'ctxtrim µs':>11} {'ratio':>6}"
+        f"{'ctxtrim side':32} {'contents':>8} {'original µs':>12} {'ctxtrim µs':>11} {'ratio':>6}"
     )
     for n in (int(s) for s in args.sizes.split(",")):
         for impl in IMPLS[1:]:
@@ -132,7 +141,7 @@ def main() -> None:
                 a, b, ratio = paired(_side(IMPLS[0], n, loop), _side(impl, n, loop), args.rounds)
             finally:
                 loop.close()
-            print(f"{impl:28} {n:>8} {a * 1e6:>12.1f} {b * 1e6:>11.1f} {ratio:>6.2f}")
+            print(f"{impl:32} {n:>8} {a * 1e6:>12.1f} {b * 1e6:>11.1f} {ratio:>6.2f}")
 
 
 if __name__ == "__main__":

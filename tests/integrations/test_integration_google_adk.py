@@ -41,6 +41,7 @@ from pydantic import Field
 from ctxtrim import HeuristicTokenCounter, KeepLastTurns, Message, estimate_tokens, validate
 from ctxtrim.errors import InvalidStrategy, UnknownModel
 from ctxtrim.formats.gemini import from_gemini, to_gemini
+from ctxtrim.integrations import google_adk as ours
 from ctxtrim.integrations.google_adk import TrimContents, to_skeleton
 
 
@@ -417,6 +418,61 @@ def test_context_filter_plugin_splits_a_turn_that_ctxtrim_keeps_whole() -> None:
     ours = request(contents)
     TrimContents(strategy=KeepLastTurns(1)).trim(ours)
     assert validate(as_messages(ours.contents)) == []
+
+
+def filtered(plugin: Any, contents: list[types.Content]) -> list[types.Content]:
+    req = request(contents)
+    asyncio.run(plugin.before_model_callback(callback_context=cast(Any, None), llm_request=req))
+    return list(req.contents)
+
+
+@pytest.mark.parametrize("remove", [1, 3])
+@pytest.mark.parametrize("keep", [None, 0, 1, 2, 5])
+def test_the_context_filter_plugin_drop_in_keeps_what_adks_keeps(
+    keep: int | None, remove: int
+) -> None:
+    """Same arguments, same contents kept on histories ADK's plugin cuts pair-safely
+    (invocations of several user contents, function calls, remove_amount's slack)."""
+    for rounds in range(0, 9):
+        contents = chat(rounds)
+        for r in range(0, rounds, 3):  # some invocations start with two user contents
+            contents.insert(4 * r + r // 3, user(f"and also {r}"))
+        theirs = ContextFilterPlugin(num_invocations_to_keep=keep, remove_amount=remove)
+        mine = ours.ContextFilterPlugin(num_invocations_to_keep=keep, remove_amount=remove)
+        assert filtered(mine, contents) == filtered(theirs, contents), rounds
+
+
+def test_the_context_filter_plugin_drop_in_leaves_no_orphan() -> None:
+    """A user message between a call and its response: ADK's plugin cuts there (its ids
+    are gone), ours moves back to the call and to the user content before it."""
+    contents = [
+        user("hi"),
+        types.Content(role="model", parts=[types.Part(text="hello")]),
+        user("task"),
+        types.Content(role="model", parts=[call("slow", "1")]),
+        user("any news?"),
+        types.Content(role="user", parts=[response("slow", "done")]),
+        types.Content(role="model", parts=[types.Part(text="it is done")]),
+    ]
+    theirs = filtered(ContextFilterPlugin(num_invocations_to_keep=1), contents)
+    assert theirs == contents[4:]
+    assert [v.kind for v in validate(as_messages(theirs))] == ["orphan_result"]
+    mine = filtered(ours.ContextFilterPlugin(num_invocations_to_keep=1), contents)
+    assert mine == contents[2:]
+    assert validate(as_messages(mine)) == []
+
+
+def test_the_context_filter_plugin_drop_in_logs_a_failing_filter(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(contents: list[types.Content]) -> list[types.Content]:
+        raise RuntimeError("broken filter")
+
+    contents = chat(3)
+    assert filtered(ours.ContextFilterPlugin(2, custom_filter=broken), contents) == contents
+    assert "Failed to reduce context" in caplog.text
+    with pytest.raises(InvalidStrategy, match="remove_amount"):
+        ours.ContextFilterPlugin(remove_amount=0)
 
 
 def test_bad_arguments_raise_typed_errors() -> None:

@@ -11,9 +11,9 @@ One plugin on the app (or one callback on an agent)::
 ``llm_request.contents`` by the longest pair-safe suffix that fits the budget, after the
 pinned task (the first user content); called as a function it is an agent's
 ``before_model_callback`` too (``LlmAgent(..., before_model_callback=TrimContents(...))``).
-It takes the place of ADK's ``ContextFilterPlugin`` (which keeps the last *n* invocations,
-whatever their size) and works after ADK's own events compaction (a compaction's summary
-is a content like any other).
+It works after ADK's own events compaction (a compaction's summary is a content like any
+other). :class:`ContextFilterPlugin` is ADK's plugin of that name (the last *n*
+invocations, whatever their size), same arguments, with a pair-safe cut: change the import.
 
 Invariants:
 
@@ -47,6 +47,7 @@ JSON text (never paired: nothing on the wire pairs them across contents). Or by 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,6 +63,7 @@ from ctxtrim.messages import (
     TextBlock,
     ToolResultBlock,
     ToolUseBlock,
+    pair_ids,
 )
 from ctxtrim.strategies import (
     FitContextWindow,
@@ -80,7 +82,9 @@ try:
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     raise missing_extra("google-adk", "adk", _err) from _err
 
-__all__ = ["TrimContents", "to_skeleton"]
+__all__ = ["ContextFilterPlugin", "TrimContents", "to_skeleton"]
+
+logger = logging.getLogger(__name__)
 
 #: The cut strategies the core decides in one call: what ``strategy=`` takes.
 _CUTS = (FitContextWindow, KeepLastTurns, TrimRounds, KeepLastMessages)
@@ -351,7 +355,15 @@ class TrimContents(BasePlugin):
         contents = llm_request.contents
         if not contents:
             return
-        strategy = self._for(llm_request)
+        self._trim(llm_request, self._for(llm_request))
+
+    def _trim(
+        self,
+        llm_request: LlmRequest,
+        strategy: FitContextWindow | KeepLastTurns | TrimRounds | KeepLastMessages,
+    ) -> bool:
+        """Trim the request with ``strategy``; whether anything was dropped."""
+        contents = llm_request.contents
         # ADK puts a non-text static instruction at the front of the contents, a stable
         # prefix for the provider's context cache, and inserts later instructions after it
         # by its index: it is kept as it is, and the rest trimmed.
@@ -382,8 +394,10 @@ class TrimContents(BasePlugin):
             tail=self._tail,
         )
         kept.done()
-        if not unchanged:
-            llm_request.contents = prefix + take(contents, ranges) if k else take(contents, ranges)
+        if unchanged:
+            return False
+        llm_request.contents = prefix + take(contents, ranges) if k else take(contents, ranges)
+        return True
 
     def __call__(
         self, callback_context: CallbackContext, llm_request: LlmRequest
@@ -398,3 +412,91 @@ class TrimContents(BasePlugin):
         """The plugin's hook: trims the request, lets the call go on."""
         self.trim(llm_request)
         return None
+
+
+def _human(content: types.Content) -> bool:
+    """A user content that is not function responses (ADK's invocation start)."""
+    return content.role == "user" and not any(
+        p.function_response is not None for p in content.parts or ()
+    )
+
+
+class ContextFilterPlugin(TrimContents):
+    """ADK's ``ContextFilterPlugin``, same arguments and behaviour, with a pair-safe cut.
+
+    ``ContextFilterPlugin(num_invocations_to_keep=None, custom_filter=None,
+    name="context_filter_plugin", remove_amount=1)``: once the request holds
+    ``num_invocations_to_keep + remove_amount`` invocations (an invocation starts at the
+    first of consecutive user contents that are not function responses), keep the last
+    ``num_invocations_to_keep``, the cut moved back until no function response is kept
+    without its call and a user content comes first; then apply ``custom_filter`` to the
+    contents. As ADK's, an exception is logged and the request left as it was. Unlike
+    ADK's, the move back pairs calls and responses without ids too (by name and order, as
+    :func:`to_skeleton` does): ADK strips its ids before calling Gemini, and its plugin
+    pairs by id only. Reads the contents from the end, as far back as the invocations kept
+    (and ``remove_amount`` more).
+    """
+
+    def __init__(
+        self,
+        num_invocations_to_keep: int | None = None,
+        custom_filter: Callable[[list[types.Content]], list[types.Content]] | None = None,
+        name: str = "context_filter_plugin",
+        remove_amount: int = 1,
+    ) -> None:
+        if remove_amount < 1:
+            raise InvalidStrategy("remove_amount must be at least 1")
+        super().__init__(strategy=KeepLastTurns(1), name=name)  # (unused: the cut is below)
+        self._keep = num_invocations_to_keep or 0
+        self._remove = remove_amount
+        self._custom_filter = custom_filter
+
+    def __repr__(self) -> str:
+        return f"ContextFilterPlugin(num_invocations_to_keep={self._keep or None})"
+
+    def trim(self, llm_request: LlmRequest) -> None:
+        try:
+            contents = llm_request.contents
+            if self._keep > 0 and contents:
+                cut = self._cut(contents)
+                if cut:
+                    contents = contents[cut:]
+            if self._custom_filter is not None:
+                contents = self._custom_filter(contents)
+            llm_request.contents = contents  # only now: a failure leaves the request as it was
+        except Exception:  # ADK's plugin: a filter's failure must not fail the model call
+            logger.exception("Failed to reduce context for request")
+
+    def _cut(self, contents: list[types.Content]) -> int:
+        """Where the kept contents start (0: nothing dropped)."""
+        keep, need = self._keep, self._keep + self._remove
+        count, cut = 0, 0
+        human_after = False  # whether contents[i + 1] starts or continues a user run
+        for i in range(len(contents) - 1, -1, -1):
+            human = _human(contents[i])
+            if human_after and not human:
+                count += 1  # contents[i + 1] starts an invocation
+                if count == keep:
+                    cut = i + 1
+                if count == need:
+                    break
+            human_after = human
+        else:
+            if human_after:
+                count += 1  # contents[0] starts one
+        if count < need:
+            return 0
+        # Back from the cut until every response kept has its call (the core's pairing of
+        # the skeletons: by id, else by name and order) and the first content kept is a
+        # user's (Gemini refuses a function call that follows no user content).
+        kept = self._kept
+        pending: set[str] = set()
+        for i in range(len(contents) - 1, -1, -1):
+            calls, results = pair_ids(kept.one(contents, i))
+            pending.update(results)
+            pending.difference_update(calls)
+            if i <= cut and not pending and _human(contents[i]):
+                kept.done()
+                return i
+        kept.done()
+        return 0
