@@ -218,10 +218,24 @@ class _Kept:
     __slots__ = ("_entries", "_reads")
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Any, ...], tuple[list[Any], Message]] = {}
+        # key -> [the payloads (held), the skeleton, its pair ids once asked for]
+        self._entries: dict[tuple[Any, ...], list[Any]] = {}
         self._reads = 0
 
     def one(self, contents: Sequence[types.Content], i: int) -> Message:
+        skeleton: Message = self._entry(contents, i)[1]
+        return skeleton
+
+    def pairs(self, contents: Sequence[types.Content], i: int) -> tuple[Any, Any]:
+        """``pair_ids`` of the skeleton of ``contents[i]``, kept with it."""
+        entry = self._entry(contents, i)
+        if entry[2] is None:
+            calls, results = pair_ids(entry[1])
+            entry[2] = (frozenset(calls), frozenset(results))
+        found: tuple[Any, Any] = entry[2]
+        return found
+
+    def _entry(self, contents: Sequence[types.Content], i: int) -> list[Any]:
         content = contents[i]
         payloads: list[Any] = [i, content.role]
         for part in content.parts or ():
@@ -233,17 +247,17 @@ class _Kept:
                 fr = part.function_response
                 payload = fr.response if fr is not None else part.text
             if payload is None:
-                return to_skeleton(contents, i)
+                return [None, to_skeleton(contents, i), None]
             payloads.append(payload)
         if len(payloads) == 2:
-            return to_skeleton(contents, i)
+            return [None, to_skeleton(contents, i), None]
         key = (i, content.role, *map(id, payloads[2:]))
         self._reads += 1
         hit = self._entries.get(key)
         if hit is None:
-            hit = (payloads, to_skeleton(contents, i))
+            hit = [payloads, to_skeleton(contents, i), None]
             self._entries[key] = hit
-        return hit[1]
+        return hit
 
     def done(self) -> None:
         """After a call: bound the entries by what it read."""
@@ -492,9 +506,11 @@ class ContextFilterPlugin(TrimContents):
         kept = self._kept
         pending: set[str] = set()
         for i in range(len(contents) - 1, -1, -1):
-            calls, results = pair_ids(kept.one(contents, i))
-            pending.update(results)
-            pending.difference_update(calls)
+            calls, results = kept.pairs(contents, i)
+            if results:
+                pending.update(results)
+            if calls and pending:
+                pending.difference_update(calls)
             if i <= cut and not pending and _human(contents[i]):
                 kept.done()
                 return i
