@@ -27,8 +27,9 @@ EXCLUDED = ("ctxtrim.bench",)
 
 
 def public_modules() -> list[str]:
-    """Every public module that imports here; one that needs a framework this Python cannot
-    install (axio needs 3.12) is left out, and said so."""
+    """Every public module that imports here; one that needs a framework this venv cannot
+    install (axio needs 3.12; google-adk needs google-genai < 3, which the test extra
+    excludes) is left out, and said so."""
     names = ["ctxtrim"]
     for info in pkgutil.walk_packages(ctxtrim.__path__, "ctxtrim."):
         parts = info.name.split(".")

@@ -11,7 +11,9 @@ when the framework is missing, so importing this package itself costs nothing:
 - ``.openai_agents``: an openai-agents ``Session`` on any ctxtrim store, and a
   ``session_input_callback`` (``ctxtrim[openai-agents]``);
 - ``.pydantic_ai``: a pydantic-ai history processor / capability (``ctxtrim[pydantic-ai]``);
-- ``.axio``: ctxtrim stores as axio ``ContextStore`` objects, Python >= 3.12 (``ctxtrim[axio]``).
+- ``.axio``: ctxtrim stores as axio ``ContextStore`` objects, Python >= 3.12 (``ctxtrim[axio]``);
+- ``.google_adk``: a Google ADK plugin / ``before_model_callback`` trimming the model
+  request, Python >= 3.11 (``ctxtrim[adk]``).
 
 Invariant shared by all of them: the framework's own message objects go in and come out
 (never copies or dicts), and every history handed back is pair-safe — no tool result
