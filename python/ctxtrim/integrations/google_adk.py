@@ -223,39 +223,45 @@ class _Kept:
         self._reads = 0
 
     def one(self, contents: Sequence[types.Content], i: int) -> Message:
-        skeleton: Message = self._entry(contents, i)[1]
+        skeleton: Message = self.entry(contents, i)[1]
         return skeleton
 
-    def pairs(self, contents: Sequence[types.Content], i: int) -> tuple[Any, Any]:
-        """``pair_ids`` of the skeleton of ``contents[i]``, kept with it."""
-        entry = self._entry(contents, i)
+    @staticmethod
+    def pairs(entry: list[Any]) -> tuple[Any, Any]:
+        """``pair_ids`` of an entry's skeleton, kept with it."""
         if entry[2] is None:
             calls, results = pair_ids(entry[1])
             entry[2] = (frozenset(calls), frozenset(results))
         found: tuple[Any, Any] = entry[2]
         return found
 
-    def _entry(self, contents: Sequence[types.Content], i: int) -> list[Any]:
+    def entry(self, contents: Sequence[types.Content], i: int) -> list[Any]:
+        """``[the payloads (held), the skeleton, its pair ids once asked for, whether the
+        content starts an invocation (a user content with no function response)]``."""
         content = contents[i]
-        payloads: list[Any] = [i, content.role]
+        role = content.role
+        payloads: list[Any] = [i, role]
+        human = role == "user"
+        cacheable = True
         for part in content.parts or ():
             payload: Any
-            fc = part.function_call
+            fc, fr = part.function_call, part.function_response
+            if fr is not None:
+                human = False
             if fc is not None:
                 payload = fc.args
             else:
-                fr = part.function_response
                 payload = fr.response if fr is not None else part.text
             if payload is None:
-                return [None, to_skeleton(contents, i), None]
+                cacheable = False
             payloads.append(payload)
-        if len(payloads) == 2:
-            return [None, to_skeleton(contents, i), None]
-        key = (i, content.role, *map(id, payloads[2:]))
+        if not cacheable or len(payloads) == 2:
+            return [None, to_skeleton(contents, i), None, human]
+        key = (i, role, *map(id, payloads[2:]))
         self._reads += 1
         hit = self._entries.get(key)
         if hit is None:
-            hit = [payloads, to_skeleton(contents, i), None]
+            hit = [payloads, to_skeleton(contents, i), None, human]
             self._entries[key] = hit
         return hit
 
@@ -428,13 +434,6 @@ class TrimContents(BasePlugin):
         return None
 
 
-def _human(content: types.Content) -> bool:
-    """A user content that is not function responses (ADK's invocation start)."""
-    return content.role == "user" and not any(
-        p.function_response is not None for p in content.parts or ()
-    )
-
-
 class ContextFilterPlugin(TrimContents):
     """ADK's ``ContextFilterPlugin``, same arguments and behaviour, with a pair-safe cut.
 
@@ -484,10 +483,14 @@ class ContextFilterPlugin(TrimContents):
     def _cut(self, contents: list[types.Content]) -> int:
         """Where the kept contents start (0: nothing dropped)."""
         keep, need = self._keep, self._keep + self._remove
+        kept = self._kept
+        entries: list[list[Any]] = []  # contents[-1], contents[-2]...: each read once
         count, cut = 0, 0
         human_after = False  # whether contents[i + 1] starts or continues a user run
         for i in range(len(contents) - 1, -1, -1):
-            human = _human(contents[i])
+            entry = kept.entry(contents, i)
+            entries.append(entry)
+            human = entry[3]
             if human_after and not human:
                 count += 1  # contents[i + 1] starts an invocation
                 if count == keep:
@@ -503,15 +506,16 @@ class ContextFilterPlugin(TrimContents):
         # Back from the cut until every response kept has its call (the core's pairing of
         # the skeletons: by id, else by name and order) and the first content kept is a
         # user's (Gemini refuses a function call that follows no user content).
-        kept = self._kept
         pending: set[str] = set()
-        for i in range(len(contents) - 1, -1, -1):
-            calls, results = kept.pairs(contents, i)
+        last = len(contents) - 1
+        for i in range(last, -1, -1):
+            entry = entries[last - i] if last - i < len(entries) else kept.entry(contents, i)
+            calls, results = kept.pairs(entry)
             if results:
                 pending.update(results)
             if calls and pending:
                 pending.difference_update(calls)
-            if i <= cut and not pending and _human(contents[i]):
+            if i <= cut and not pending and entry[3]:
                 kept.done()
                 return i
         kept.done()
