@@ -20,6 +20,7 @@
 
 use std::fmt;
 
+use serde::de::value::SeqAccessDeserializer;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -94,13 +95,14 @@ impl<'de> Deserialize<'de> for AnthropicBody {
                 f.write_str("a message array or a request body")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<AnthropicBody, A::Error> {
+                let messages = Vec::deserialize(SeqAccessDeserializer::new(seq))?;
                 Ok(AnthropicBody {
                     system: None,
-                    messages: messages(seq)?,
+                    messages,
                 })
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnthropicBody, A::Error> {
-                let mut found: Option<Messages> = None;
+                let mut found: Option<Vec<AnthropicMessage>> = None;
                 let mut system: Option<String> = None;
                 while let Some(key) = map.next_key::<String>()? {
                     match key.as_str() {
@@ -111,38 +113,12 @@ impl<'de> Deserialize<'de> for AnthropicBody {
                         }
                     }
                 }
-                let Messages(messages) = found.ok_or_else(|| A::Error::custom("no messages"))?;
+                let messages = found.ok_or_else(|| A::Error::custom("no messages"))?;
                 Ok(AnthropicBody { system, messages })
             }
         }
         de.deserialize_any(V)
     }
-}
-
-struct Messages(Vec<AnthropicMessage>);
-
-impl<'de> Deserialize<'de> for Messages {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Messages;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a message array")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Messages, A::Error> {
-                messages(seq).map(Messages)
-            }
-        }
-        de.deserialize_seq(V)
-    }
-}
-
-fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<AnthropicMessage>, A::Error> {
-    let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
-    while let Some(m) = seq.next_element::<AnthropicMessage>()? {
-        out.push(m);
-    }
-    Ok(out)
 }
 
 impl<'de> Deserialize<'de> for AnthropicMessage {
@@ -204,12 +180,8 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_string<E: Error>(self, s: String) -> Result<Content, E> {
                 Ok(Content::Text(s))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
-                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(2));
-                while let Some(b) = seq.next_element::<Block>()? {
-                    blocks.push(b);
-                }
-                Ok(Content::Blocks(blocks))
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+                Vec::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Blocks)
             }
         }
         de.deserialize_any(V)
