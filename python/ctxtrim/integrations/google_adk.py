@@ -199,6 +199,11 @@ def to_skeleton(contents: Sequence[types.Content], i: int) -> Message:
     return Message("user", (*results, *rest) or (TextBlock(""),))
 
 
+#: The entries of a content of text parts alone, for a caller after its pairs (none).
+_TEXT_HUMAN: list[Any] = [None, None, (frozenset(), frozenset()), True]
+_TEXT_OTHER: list[Any] = [None, None, (frozenset(), frozenset()), False]
+
+
 class _Kept:
     """Skeletons kept across requests, by what ADK's copies share with the session.
 
@@ -235,26 +240,35 @@ class _Kept:
         found: tuple[Any, Any] = entry[2]
         return found
 
-    def entry(self, contents: Sequence[types.Content], i: int) -> list[Any]:
+    def entry(
+        self, contents: Sequence[types.Content], i: int, skeleton: bool = True
+    ) -> list[Any]:
         """``[the payloads (held), the skeleton, its pair ids once asked for, whether the
-        content starts an invocation (a user content with no function response)]``."""
+        content starts an invocation (a user content with no function response)]``. With
+        ``skeleton=False`` (a caller after the pairs only), a content of text parts alone
+        is a shared entry with no pairs and no skeleton."""
         content = contents[i]
         role = content.role
         payloads: list[Any] = [i, role]
         human = role == "user"
         cacheable = True
+        text_only = True
         for part in content.parts or ():
             payload: Any
             fc, fr = part.function_call, part.function_response
             if fr is not None:
                 human = False
+                text_only = False
             if fc is not None:
                 payload = fc.args
+                text_only = False
             else:
                 payload = fr.response if fr is not None else part.text
             if payload is None:
                 cacheable = False
             payloads.append(payload)
+        if not skeleton and text_only and cacheable:
+            return _TEXT_HUMAN if human else _TEXT_OTHER
         if not cacheable or len(payloads) == 2:
             return [None, to_skeleton(contents, i), None, human]
         key = (i, role, *map(id, payloads[2:]))
@@ -488,7 +502,7 @@ class ContextFilterPlugin(TrimContents):
         count, cut = 0, 0
         human_after = False  # whether contents[i + 1] starts or continues a user run
         for i in range(len(contents) - 1, -1, -1):
-            entry = kept.entry(contents, i)
+            entry = kept.entry(contents, i, skeleton=False)
             entries.append(entry)
             human = entry[3]
             if human_after and not human:
@@ -509,7 +523,10 @@ class ContextFilterPlugin(TrimContents):
         pending: set[str] = set()
         last = len(contents) - 1
         for i in range(last, -1, -1):
-            entry = entries[last - i] if last - i < len(entries) else kept.entry(contents, i)
+            if last - i < len(entries):
+                entry = entries[last - i]
+            else:
+                entry = kept.entry(contents, i, skeleton=False)
             calls, results = kept.pairs(entry)
             if results:
                 pending.update(results)
