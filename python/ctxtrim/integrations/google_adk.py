@@ -240,9 +240,7 @@ class _Kept:
         found: tuple[Any, Any] = entry[2]
         return found
 
-    def entry(
-        self, contents: Sequence[types.Content], i: int, skeleton: bool = True
-    ) -> list[Any]:
+    def entry(self, contents: Sequence[types.Content], i: int, skeleton: bool = True) -> list[Any]:
         """``[the payloads (held), the skeleton, its pair ids once asked for, whether the
         content starts an invocation (a user content with no function response)]``. With
         ``skeleton=False`` (a caller after the pairs only), a content of text parts alone
