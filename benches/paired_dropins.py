@@ -25,7 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from test_bench_dropins import _agent_round, _autogen_round, _item_round, _middleware_model, _rounds
+from test_bench_dropins import (
+    _autogen_round,
+    _item_round,
+    _rounds,
+    _summarization_turn,
+)
 
 #: One side of a pair: ``grow()`` appends a round (untimed), ``call()`` is what is timed.
 Side = tuple[Callable[[], None], Callable[[], Any], Callable[[], None]]
@@ -85,22 +90,9 @@ def _get_items(impl: str, n: int, loop: asyncio.AbstractEventLoop, where: Path) 
 
 
 def _summarization(impl: str, n: int) -> Side:
-    """``SummarizationMiddleware.before_model`` on the common turn (no summary due); the
-    state's list is new each turn, as LangGraph's reducer makes it (built in ``grow``)."""
-    from langchain.agents.middleware import summarization as theirs
-
-    from ctxtrim.integrations import langchain_middleware as ours
-
-    cls = theirs.SummarizationMiddleware if impl == "original" else ours.SummarizationMiddleware
-    middleware = cls(_middleware_model(), trigger=("tokens", 10**9), keep=("messages", 20))
-    history, grow_history = _rounds(_agent_round, n)
-    state = {"messages": list(history)}
-
-    def grow() -> None:
-        grow_history()
-        state["messages"] = list(history)
-
-    return grow, lambda: middleware.before_model(state, None), lambda: None  # type: ignore[arg-type]
+    """``SummarizationMiddleware.before_model`` on the common turn (no summary due)."""
+    grow, call = _summarization_turn(impl == "original", n)
+    return grow, call, lambda: None
 
 
 def paired(original: Side, ours: Side, rounds: int) -> tuple[float, float, float]:

@@ -175,18 +175,16 @@ def _middleware_model() -> Any:
     return GenericFakeChatModel(messages=iter([]))
 
 
-@pytest.mark.parametrize("n", MIDDLEWARE_SIZES)
-@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
-def test_langchain_summarization_middleware_turn(benchmark: Any, impl: str, n: int) -> None:
-    """The common turn: ``before_model`` on the agent's state with no summary due (a token
-    trigger, LangChain's usual one). The state's message list is new each turn, as
-    LangGraph's reducer makes it (built untimed, with the round appended)."""
-    pytest.importorskip("langchain.agents.middleware")
+def _summarization_turn(original: bool, n: int) -> tuple[Callable[[], None], Callable[[], Any]]:
+    """``(grow, call)`` for ``SummarizationMiddleware.before_model`` on the common turn (no
+    summary due: a token trigger, LangChain's usual one), LangChain's (``original``) or
+    ctxtrim's. The state's message list is new each turn, as LangGraph's reducer makes it
+    (built in ``grow``, untimed, with the round appended)."""
     from langchain.agents.middleware import summarization as theirs
 
     from ctxtrim.integrations import langchain_middleware as ours
 
-    cls = theirs.SummarizationMiddleware if impl == "langchain" else ours.SummarizationMiddleware
+    cls = theirs.SummarizationMiddleware if original else ours.SummarizationMiddleware
     middleware = cls(_middleware_model(), trigger=("tokens", 10**9), keep=("messages", 20))
     history, grow_history = _rounds(_agent_round, n)
     state = {"messages": list(history)}
@@ -195,8 +193,18 @@ def test_langchain_summarization_middleware_turn(benchmark: Any, impl: str, n: i
         grow_history()
         state["messages"] = list(history)
 
+    return grow, lambda: middleware.before_model(state, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", MIDDLEWARE_SIZES)
+@pytest.mark.parametrize("impl", ["langchain", "ctxtrim"])
+def test_langchain_summarization_middleware_turn(benchmark: Any, impl: str, n: int) -> None:
+    """The common turn (see ``_summarization_turn``)."""
+    pytest.importorskip("langchain.agents.middleware")
+    grow, before_model = _summarization_turn(impl == "langchain", n)
+
     def call() -> None:
-        assert middleware.before_model(state, None) is None  # type: ignore[arg-type]
+        assert before_model() is None
 
     _timed(benchmark, f"langchain SummarizationMiddleware turn {n}", impl, grow, call)
 
