@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,27 +25,45 @@ from test_formats import BAD_CHAT
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _general(data: bytes | bytearray | str, **options: Any) -> list[Message] | str:
-    """What ``from_openai_chat(json.loads(data))`` gives, or its error."""
+Reader = Callable[..., list[Message]]
+
+
+def _answer(read: Reader, data: bytes | bytearray | str, **options: Any) -> list[Message] | str:
+    """What ``read(data, **options)`` gives: the messages, or its error and path."""
     try:
-        return from_openai_chat(json.loads(data), **options)
+        return read(data, **options)
     except (InvalidMessage, ValueError) as e:
         return f"{type(e).__name__} {getattr(e, 'path', '')}: {e}"
 
 
-def _fast(data: bytes | bytearray | str, **options: Any) -> list[Message] | str:
+def same_reading(
+    fast: Reader, general: Reader, data: bytes | bytearray | str, **options: Any
+) -> None:
+    """A ``from_*_json`` reader (``fast``) gives what its general path (``general``: the
+    dict reader of ``json.loads``) gives: the messages with their meta and roles, or the
+    same error."""
+    got, expected = _answer(fast, data, **options), _answer(general, data, **options)
+    assert got == expected
+    if isinstance(got, list) and isinstance(expected, list):
+        assert [m.meta for m in got] == [m.meta for m in expected]
+        assert [m.role for m in got] == [m.role for m in expected]
+
+
+def in_every_form(check: Callable[[bytes | bytearray | str], None], data: bytes) -> None:
+    """``check`` of the JSON as bytes, as a bytearray and, when it is UTF-8, as text."""
+    check(data)
+    check(bytearray(data))
     try:
-        return from_openai_chat_json(data, **options)
-    except (InvalidMessage, ValueError) as e:
-        return f"{type(e).__name__} {getattr(e, 'path', '')}: {e}"
+        text = data.decode()
+    except UnicodeDecodeError:
+        return
+    check(text)
 
 
 def _same(data: bytes | bytearray | str, **options: Any) -> None:
-    fast, general = _fast(data, **options), _general(data, **options)
-    assert fast == general
-    if isinstance(fast, list) and isinstance(general, list):
-        assert [m.meta for m in fast] == [m.meta for m in general]
-        assert [m.role for m in fast] == [m.role for m in general]
+    same_reading(
+        from_openai_chat_json, lambda d, **o: from_openai_chat(json.loads(d), **o), data, **options
+    )
 
 
 def _shuffled(value: Any, rng: random.Random) -> Any:
@@ -168,13 +187,7 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
     ],
 )
 def test_edge_texts_give_what_json_loads_and_the_dict_reader_give(data: bytes) -> None:
-    _same(data)
-    _same(bytearray(data))
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        return
-    _same(text)
+    in_every_form(_same, data)
 
 
 @pytest.mark.parametrize(("payload", "path"), BAD_CHAT)
