@@ -31,6 +31,7 @@
 
 pub mod anthropic_json;
 pub mod chat_json;
+pub mod chat_write;
 pub mod column;
 pub mod cuts;
 pub mod log;

@@ -27,6 +27,7 @@ __all__ = [
     "chat_fast_prefix",
     "chat_json_fast",
     "chat_render",
+    "chat_render_json",
     "compact_json",
     "copy_renderings",
     "cut_list",
@@ -167,10 +168,12 @@ def join_renderings(
     fast: Callable[[Message], list[dict[str, Any]] | None] | None = None,
     kept_attr: str | None = None,
     encode: Callable[[Any], bytes] | None = None,
+    fast_json: Callable[[Message], bytes | None] | None = None,
 ) -> bytes:
     """The JSON array of the renderings kept on ``messages`` under ``attr``, rendering the
     ones that have none with ``render(message, index)``, or, given ``fast``, ``kept_attr`` and
-    ``encode``, in the core when ``fast`` renders them (kept under ``kept_attr``)."""
+    ``encode``, in the core when ``fast`` renders them (kept under ``kept_attr``), or, given
+    ``fast_json`` too and no objects kept, when it writes their bytes."""
 
 def copy_renderings(
     messages: Sequence[Message],
@@ -244,13 +247,18 @@ def chat_fast_prefix(
 ) -> tuple[list[Message], int, list[Any], int]:
     """The longest prefix of ``items`` in common shapes: ``(messages, next, run, run_start)``."""
 
-def chat_json_fast(raw_key: str, data: bytes) -> list[Message] | None:
+def chat_json_fast(raw_key: str, data: bytes, json_attr: str | None = None) -> list[Message] | None:
     """Chat Completions JSON (a message array or a request body) read in the core when every
-    message has a common shape, else ``None``."""
+    message has a common shape, else ``None``; with ``json_attr``, each message keeps its
+    rendering's JSON in that slot."""
 
 def chat_render(raw_key: str, message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as Chat Completions dicts, or
     ``None``."""
+
+def chat_render_json(raw_key: str, message: Message) -> bytes | None:
+    """``chat_render``'s dicts as the request's JSON (comma-joined, no brackets), written
+    from the message, or ``None``."""
 
 def responses_fast_prefix(
     raw_key: str,

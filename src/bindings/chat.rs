@@ -18,8 +18,10 @@
 //! general renderer.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
+
+use crate::chat_write::{write_message, write_tool, CallParts, Content};
 
 use super::convert::classes;
 use super::json::compact_json;
@@ -196,14 +198,19 @@ fn read_call<'py>(
     tool_use_block(c, &call_id, &name, args.as_any()).map(Some)
 }
 
-/// The Chat Completions dicts of `message` in a common shape (see the module docs), or
-/// `None` for the general renderer. `raw_key` is its marker for arguments kept as text
-/// (first, for `functools.partial`).
-#[pyfunction]
-pub fn chat_render<'py>(
-    raw_key: &Bound<'py, PyString>,
-    message: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyList>>> {
+/// A message's blocks in a common shape for rendering (see the module docs).
+struct Shape<'py> {
+    role: Bound<'py, PyString>,
+    texts: Vec<Bound<'py, PyAny>>,
+    calls: Vec<Bound<'py, PyAny>>,
+    results: Vec<Bound<'py, PyAny>>,
+}
+
+/// `message`'s blocks sorted into texts, calls and results when it may have a common shape
+/// (a `Message` with no `meta` and no `name`, of text, tool-use and tool-result blocks only);
+/// `None` for the general renderer. Results are alone in a user message, and there is
+/// something to render.
+fn shape<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Shape<'py>>> {
     let py = message.py();
     let c = classes(py)?;
     if !message.get_type().is(c.message.bind(py))
@@ -213,31 +220,55 @@ pub fn chat_render<'py>(
         return Ok(None);
     }
     let role = message.getattr(intern!(py, "role"))?;
+    let Ok(role) = role.cast_into_exact::<PyString>() else {
+        return Ok(None);
+    };
     let content = message.getattr(intern!(py, "content"))?;
     let blocks = content.cast_exact::<PyTuple>()?;
     let is = |block: &Bound<'py, PyAny>, ty: &Py<PyType>| block.get_type().is(ty.bind(py));
-    let mut texts = Vec::with_capacity(1);
-    let mut calls = Vec::new();
-    let mut results = Vec::new();
+    let mut shape = Shape {
+        role,
+        texts: Vec::with_capacity(1),
+        calls: Vec::new(),
+        results: Vec::new(),
+    };
     for block in blocks.iter() {
         if is(&block, &c.text) {
-            texts.push(block.getattr(intern!(py, "text"))?);
+            shape.texts.push(block.getattr(intern!(py, "text"))?);
         } else if is(&block, &c.tool_use) {
-            calls.push(block);
+            shape.calls.push(block);
         } else if is(&block, &c.tool_result) {
-            results.push(block);
+            shape.results.push(block);
         } else {
             return Ok(None); // images, reasoning: the general renderer
         }
     }
-    let role_str = role.cast_exact::<PyString>()?.to_str()?;
+    let results_alone = shape.texts.is_empty() && shape.role.to_str()? == "user";
+    if !shape.results.is_empty() && !results_alone {
+        return Ok(None);
+    }
+    if shape.texts.is_empty() && shape.calls.is_empty() && shape.results.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(shape))
+}
+
+/// The Chat Completions dicts of `message` in a common shape (see the module docs), or
+/// `None` for the general renderer. `raw_key` is its marker for arguments kept as text
+/// (first, for `functools.partial`).
+#[pyfunction]
+pub fn chat_render<'py>(
+    raw_key: &Bound<'py, PyString>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = message.py();
+    let Some(shape) = shape(message)? else {
+        return Ok(None);
+    };
     let out = PyList::empty(py);
-    if !results.is_empty() {
+    if !shape.results.is_empty() {
         // A user message of tool results only: one `tool` message each.
-        if !texts.is_empty() || role_str != "user" {
-            return Ok(None);
-        }
-        for result in results {
+        for result in shape.results {
             let output = result.getattr(intern!(py, "content"))?;
             if output.cast_exact::<PyString>().is_err() {
                 return Ok(None);
@@ -253,15 +284,12 @@ pub fn chat_render<'py>(
         }
         return Ok(Some(out));
     }
-    if texts.is_empty() && calls.is_empty() {
-        return Ok(None);
-    }
     let d = PyDict::new(py);
-    d.set_item(intern!(py, "role"), &role)?;
-    d.set_item(intern!(py, "content"), text_content(py, texts)?)?;
-    if !calls.is_empty() {
+    d.set_item(intern!(py, "role"), &shape.role)?;
+    d.set_item(intern!(py, "content"), text_content(py, shape.texts)?)?;
+    if !shape.calls.is_empty() {
         let rendered = PyList::empty(py);
-        for call in calls {
+        for call in shape.calls {
             let input = call.getattr(intern!(py, "input"))?;
             if input.cast::<PyDict>()?.contains(raw_key)? {
                 return Ok(None); // arguments kept as text: the general renderer
@@ -281,8 +309,79 @@ pub fn chat_render<'py>(
     Ok(Some(out))
 }
 
-/// A message's `content`: null for no text, the string for one text block, else a list of
-/// text parts.
+/// `chat_render`'s dicts as the JSON the request holds (comma-joined objects, no
+/// brackets), written straight from the message: the bytes msgspec writes for those dicts.
+/// `None` for the general path: not a common shape, or a string that is not valid UTF-8 or
+/// not an exact `str` (the encoder decides what becomes of those).
+#[pyfunction]
+pub fn chat_render_json<'py>(
+    raw_key: &Bound<'py, PyString>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let py = message.py();
+    let Some(shape) = shape(message)? else {
+        return Ok(None);
+    };
+    let mut out: Vec<u8> = Vec::with_capacity(160);
+    if !shape.results.is_empty() {
+        for (i, result) in shape.results.iter().enumerate() {
+            let output = result.getattr(intern!(py, "content"))?;
+            let id = result.getattr(intern!(py, "tool_use_id"))?;
+            let (Some(id), Some(output)) = (plain(&id), plain(&output)) else {
+                return Ok(None);
+            };
+            if i > 0 {
+                out.push(b',');
+            }
+            write_tool(&mut out, id, output);
+        }
+        return Ok(Some(PyBytes::new(py, &out)));
+    }
+    let Some(role) = plain(&shape.role) else {
+        return Ok(None);
+    };
+    let Some(texts) = shape.texts.iter().map(plain).collect::<Option<Vec<_>>>() else {
+        return Ok(None);
+    };
+    let content = match texts.as_slice() {
+        [] => Content::Null,
+        [text] => Content::Text(text),
+        parts => Content::Parts(parts),
+    };
+    // Each call's parts, kept alive while their text is borrowed.
+    let mut held = Vec::with_capacity(shape.calls.len());
+    for call in &shape.calls {
+        let input = call.getattr(intern!(py, "input"))?;
+        if input.cast::<PyDict>()?.contains(raw_key)? {
+            return Ok(None); // arguments kept as text: the general renderer
+        }
+        held.push((
+            call.getattr(intern!(py, "id"))?,
+            call.getattr(intern!(py, "name"))?,
+            compact_json(&input)?.into_any(),
+        ));
+    }
+    let mut calls = Vec::with_capacity(held.len());
+    for (id, name, arguments) in &held {
+        let (Some(id), Some(name), Some(arguments)) = (plain(id), plain(name), plain(arguments))
+        else {
+            return Ok(None);
+        };
+        calls.push(CallParts {
+            id,
+            name,
+            arguments,
+        });
+    }
+    write_message(&mut out, role, content, &calls);
+    Ok(Some(PyBytes::new(py, &out)))
+}
+
+/// The text of an exact `str` that is valid UTF-8, else `None`.
+fn plain<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    value.cast_exact::<PyString>().ok()?.to_str().ok()
+}
+
 fn text_content<'py>(
     py: Python<'py>,
     texts: Vec<Bound<'py, PyAny>>,

@@ -44,7 +44,7 @@ mod core_module {
     #[pymodule_export]
     use super::autogen::autogen_skeletons;
     #[pymodule_export]
-    use super::chat::{chat_fast, chat_fast_prefix, chat_render};
+    use super::chat::{chat_fast, chat_fast_prefix, chat_render, chat_render_json};
     #[pymodule_export]
     use super::chat_json::chat_json_fast;
     #[pymodule_export]

@@ -44,9 +44,12 @@ fn as_list<'py>(messages: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
 /// slot of its kept objects and the request's JSON encoder), a message with no bytes yet is
 /// rendered here when it can be, with no Python frame: its kept objects (or `fast`'s, kept
 /// under `kept_attr` as the dicts path keeps them) encoded, the array's brackets dropped,
-/// kept under `attr`. That is what `render` does for such a message; the rest go to `render`.
+/// kept under `attr`; or, with `fast_json` (the format's JSON writer of common shapes) and no
+/// kept objects, the bytes it writes straight from the message, the same bytes with no
+/// objects made. That is what `render` does for such a message; the rest go to `render`.
 #[pyfunction]
-#[pyo3(signature = (messages, attr, render, fast=None, kept_attr=None, encode=None))]
+#[pyo3(signature = (messages, attr, render, fast=None, kept_attr=None, encode=None, fast_json=None))]
+#[allow(clippy::too_many_arguments)] // the format's renderers and slots, as the Python side keeps them
 pub fn join_renderings<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
@@ -55,13 +58,18 @@ pub fn join_renderings<'py>(
     fast: Option<&Bound<'py, PyAny>>,
     kept_attr: Option<&Bound<'py, PyString>>,
     encode: Option<&Bound<'py, PyAny>>,
+    fast_json: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let list = as_list(messages)?;
     let slot = CacheSlot::named(attr)?;
     let first = match (fast, kept_attr, encode) {
-        (Some(fast), Some(kept_attr), Some(encode)) => {
-            Some((classes(py)?, fast, CacheSlot::named(kept_attr)?, encode))
-        }
+        (Some(fast), Some(kept_attr), Some(encode)) => Some(First {
+            c: classes(py)?,
+            fast,
+            kept_slot: CacheSlot::named(kept_attr)?,
+            encode,
+            fast_json,
+        }),
         _ => None,
     };
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
@@ -72,9 +80,7 @@ pub fn join_renderings<'py>(
             Some(bytes) => bytes.clone(),
             None => {
                 let made = match &first {
-                    Some((c, fast, kept_slot, encode)) => {
-                        first_bytes(c, &message, &slot, kept_slot, fast, encode)?
-                    }
+                    Some(first) => first_bytes(first, &message, &slot)?,
                     None => None,
                 };
                 match made {
@@ -95,33 +101,51 @@ pub fn join_renderings<'py>(
     Ok(PyBytes::new(py, &out))
 }
 
+/// A format's core renderers of common shapes, for a message's first JSON rendering.
+struct First<'a, 'py> {
+    c: &'a Classes,
+    /// The objects renderer; its objects are kept under `kept_slot`.
+    fast: &'a Bound<'py, PyAny>,
+    kept_slot: CacheSlot<'py>,
+    /// The request's JSON encoder.
+    encode: &'a Bound<'py, PyAny>,
+    /// The JSON renderer (the objects' bytes, written from the message), if the format has one.
+    fast_json: Option<&'a Bound<'py, PyAny>>,
+}
+
 /// A message's first JSON rendering, made and kept under `slot` without the Python
-/// renderer: its kept objects (made by `fast` and kept under `kept_slot` if it has none)
-/// encoded by `encode`, the array's brackets dropped. None when the Python renderer must
-/// make it (not a message, or not a common shape).
+/// renderer: the encoding of its kept objects when it has them (what the dicts path made),
+/// else `fast_json`'s bytes (no objects made or kept), else the encoding of `fast`'s objects
+/// (kept under `kept_slot`), the array's brackets dropped. None when the Python renderer
+/// must make it (not a message, or not a common shape).
 fn first_bytes<'py>(
-    c: &Classes,
+    first: &First<'_, 'py>,
     message: &Bound<'py, PyAny>,
     slot: &CacheSlot<'py>,
-    kept_slot: &CacheSlot<'py>,
-    fast: &Bound<'py, PyAny>,
-    encode: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let py = message.py();
-    if !message.get_type().is(c.message.bind(py)) {
+    if !message.get_type().is(first.c.message.bind(py)) {
         return Ok(None);
     }
-    let kept = match kept_slot.get(message)? {
+    let kept = match first.kept_slot.get(message)? {
         Some(kept) => match kept.cast_into_exact::<PyTuple>() {
             Ok(tuple) => tuple,
             Err(_) => return Ok(None),
         },
-        None => match render_fast(c, message, kept_slot, fast)? {
-            Some(tuple) => tuple,
-            None => return Ok(None),
-        },
+        None => {
+            if let Some(fast_json) = first.fast_json {
+                if let Ok(bytes) = fast_json.call1((message,))?.cast_into_exact::<PyBytes>() {
+                    slot.set(message, bytes.as_any())?;
+                    return Ok(Some(bytes));
+                }
+            }
+            match render_fast(first.c, message, &first.kept_slot, first.fast)? {
+                Some(tuple) => tuple,
+                None => return Ok(None),
+            }
+        }
     };
-    let encoded = encode.call1((&kept,))?.cast_into::<PyBytes>()?;
+    let encoded = first.encode.call1((&kept,))?.cast_into::<PyBytes>()?;
     let array = encoded.as_bytes();
     let [b'[', inner @ .., b']'] = array else {
         return Ok(None);

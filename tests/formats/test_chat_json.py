@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 
 from ctxtrim import Message, _core
 from ctxtrim.errors import InvalidMessage
-from ctxtrim.formats import from_openai_chat, from_openai_chat_json, to_openai_chat
+from ctxtrim.formats import (
+    from_openai_chat,
+    from_openai_chat_json,
+    to_openai_chat,
+    to_openai_chat_json,
+)
 from ctxtrim.formats._common import RAW_ARGUMENTS
 
 from strategies import histories, json_values, messages
@@ -64,6 +69,12 @@ def _same(data: bytes | bytearray | str, **options: Any) -> None:
     same_reading(
         from_openai_chat_json, lambda d, **o: from_openai_chat(json.loads(d), **o), data, **options
     )
+    # A message read from bytes may keep its rendering's JSON from the read: it must be what
+    # rendering the same message afresh writes.
+    got = _answer(from_openai_chat_json, data, **options)
+    if isinstance(got, list):
+        fresh = [Message.decode(m.encode()) for m in got]
+        assert to_openai_chat_json(got) == to_openai_chat_json(fresh)
 
 
 def _shuffled(value: Any, rng: random.Random) -> Any:
@@ -154,6 +165,11 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
     assert fast == from_openai_chat(turn)
     assert [m.role for m in fast] == ["system", "user", "assistant", "user", "assistant"]
     assert len(fast[3].content) == 2  # the two tool messages, one user message
+    # Read through the API, each message keeps its rendering's JSON: the request is the
+    # body's messages, written compactly, with nothing rendered.
+    read = from_openai_chat_json(data)
+    assert all(m._ctxtrim_openai_chat_json for m in read)  # type: ignore[attr-defined]
+    assert to_openai_chat_json(read) == json.dumps(turn, separators=(",", ":")).encode()
     body = json.dumps({"model": "m", "tools": [{"x": [1.5, None]}], "messages": turn}).encode()
     assert _core.chat_json_fast(RAW_ARGUMENTS, body) == fast
 

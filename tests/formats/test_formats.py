@@ -1038,18 +1038,44 @@ def _chat_json(ms: list[Message]) -> bytes | str:
 def test_the_fast_chat_renderer_renders_what_the_general_renderer_renders(
     ms: list[Message], name: bool
 ) -> None:
-    # Messages in common shapes are rendered in the core; the bytes must be the general
-    # renderer's, key order included, and anything else must still reach the general one.
+    # Messages in common shapes are rendered in the core, their JSON written straight from
+    # the message (or, with that writer off, the core's objects encoded); the bytes must be
+    # the general renderer's, key order and escapes included, and anything else must still
+    # reach the general one.
     from ctxtrim.formats import openai_chat
 
     if name:
         ms = [msgspec.structs.replace(m, name="bob") for m in ms]
-    fast = _chat_json(ms)
+    written = _chat_json(ms)
     with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_chat._RENDERINGS, "_fast_json", None)
+        encoded = _chat_json(ms)
         m.setattr(openai_chat, "_render_fast", lambda message: None)
         m.setattr(openai_chat._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _chat_json(ms)
-    assert fast == general
+    assert written == encoded == general
+
+
+def test_the_bytes_path_writes_common_shapes_straight_from_the_message() -> None:
+    # A server that only sends bytes keeps one rendering per message, the JSON, and no
+    # objects; the bytes are the objects' JSON, escapes included, whichever path came first.
+    odd = 'tab\t "quoted" \\ \x00\x1f \u2028 é 😀 </script>'
+    ms = [
+        Message.system(odd),
+        Message.user("q"),
+        Message.assistant(odd, tool_uses=[ToolUseBlock("c1", "f", {"k": odd, "n": [1, 2.5]})]),
+        Message.tool_results([ToolResultBlock("c1", odd)]),
+        Message("user", (TextBlock("a"), TextBlock(odd))),
+    ]
+    written = to_openai_chat_json(ms)
+    for m in ms:
+        assert getattr(m, "_ctxtrim_openai_chat", None) is None  # no objects kept
+        assert getattr(m, "_ctxtrim_openai_chat_json", None) is not None
+    assert json.loads(written) == to_openai_chat(ms)
+    fresh = [Message.decode(m.encode()) for m in ms]
+    to_openai_chat(fresh)  # the dicts path first: its objects are kept and encoded
+    assert to_openai_chat_json(fresh) == written
+    assert written == msgspec.json.encode(to_openai_chat(ms))
 
 
 def _anthropic_json(ms: list[Message]) -> bytes | str:

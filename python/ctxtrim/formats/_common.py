@@ -49,24 +49,34 @@ class Renderings:
     is rendered once, by ``fast(message)`` (the format's core renderer of common shapes) or,
     when that gives None, by ``render(message, path)``, and keeps, in its slots (``CACHE_SLOTS``):
     under ``attr`` its provider objects as private plain-JSON copies (``_core.kept_rendering``),
-    and under ``attr + "_json"`` their comma-joined JSON, once the bytes path asked for it. A
+    and under ``attr + "_json"`` their comma-joined JSON, once the bytes path asked for it.
+    The bytes path writes that JSON straight from a message in a common shape with
+    ``fast_json`` (the format's core writer) when it has no objects kept, and then keeps no
+    objects: a server that only sends bytes holds one rendering per message, not two. A
     window's request is then one pass of the core over its messages: copying the kept objects
     (new dicts and lists all the way down, so nothing done to a returned dict reaches a stored
     message or a later request) or joining the kept bytes. Error paths count from ``start``.
     """
 
-    __slots__ = ("_attr", "_attr_json", "_fast", "_render")
+    __slots__ = ("_attr", "_attr_json", "_fast", "_fast_json", "_render")
 
     def __init__(
         self,
         attr: str,
         render: Callable[[Message, str], list[dict[str, Any]]],
         fast: Callable[[Message], list[dict[str, Any]] | None],
+        fast_json: Callable[[Message], bytes | None] | None = None,
     ) -> None:
         self._attr = attr
         self._attr_json = attr + "_json"
         self._render = render
         self._fast = fast
+        self._fast_json = fast_json
+
+    @property
+    def json_attr(self) -> str:
+        """The slot of each message's kept JSON in this format."""
+        return self._attr_json
 
     def dicts(self, messages: Sequence[Message], start: int = 0) -> list[dict[str, Any]]:
         """The provider objects of ``messages``, fresh."""
@@ -88,10 +98,10 @@ class Renderings:
             force_setattr(message, self._attr_json, rendered)
             return rendered
 
-        # A message in a common shape is rendered in the core (``fast``, then the encoder);
-        # ``render_one`` takes the rest.
+        # A message in a common shape is rendered in the core (``fast_json``'s bytes, or
+        # ``fast``'s objects encoded); ``render_one`` takes the rest.
         return _core.join_renderings(
-            messages, self._attr_json, render_one, self._fast, self._attr, _ENCODE
+            messages, self._attr_json, render_one, self._fast, self._attr, _ENCODE, self._fast_json
         )
 
     def _make(self, m: Message, i: int) -> tuple[dict[str, Any], ...]:

@@ -355,7 +355,8 @@ def from_openai_chat_json(
     """
     raw = data if type(data) is bytes else utf8_bytes(data)
     if raw is not None:
-        fast = _core.chat_json_fast(RAW_ARGUMENTS, raw)
+        # Each message read there keeps its rendering's JSON too: sending it on costs nothing.
+        fast = _core.chat_json_fast(RAW_ARGUMENTS, raw, _RENDERINGS.json_attr)
         if fast is not None:
             return fast
     return from_openai_chat(json.loads(data), raw_arguments=raw_arguments)
@@ -515,4 +516,9 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 
 #: Where a message keeps its Chat Completions rendering.
-_RENDERINGS = Renderings("_ctxtrim_openai_chat", _render, _render_fast)
+_RENDERINGS = Renderings(
+    "_ctxtrim_openai_chat",
+    _render,
+    _render_fast,
+    functools.partial(_core.chat_render_json, RAW_ARGUMENTS),
+)

@@ -1,0 +1,131 @@
+//! Chat Completions messages written as JSON bytes from their parts, for the shapes every
+//! server turn renders: the same bytes the general path makes (the renderer's dicts encoded
+//! by msgspec), without building those dicts.
+//!
+//! The writers append one message object each, keys in the renderer's order and with no
+//! whitespace; strings are escaped as msgspec and `json.dumps(ensure_ascii=False)` escape
+//! them: `"` and `\`, the control characters below U+0020 (`\b \t \n \f \r` by name, the
+//! rest as `\u00XX`, lowercase), everything else written as it is (serde_json's compact
+//! string writer does exactly that). Which messages have these shapes, and the text of a
+//! call's arguments, are the caller's to decide: the bindings take them from a `Message`.
+
+/// The `content` of a system, user or assistant message.
+#[derive(Debug, Clone, Copy)]
+pub enum Content<'a> {
+    /// No text: `null` (an assistant message of calls alone).
+    Null,
+    /// One text: a string.
+    Text(&'a str),
+    /// Several texts: `[{"type":"text","text":...}, ...]`.
+    Parts(&'a [&'a str]),
+}
+
+/// One function call of an assistant message, its arguments already JSON text.
+#[derive(Debug, Clone, Copy)]
+pub struct CallParts<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub arguments: &'a str,
+}
+
+/// Appends `value` as a JSON string.
+pub fn write_str(out: &mut Vec<u8>, value: &str) {
+    // Serialising a `str` into a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+/// Appends `{"role":role,"content":content}`, with `"tool_calls":[...]` when there are calls.
+pub fn write_message(out: &mut Vec<u8>, role: &str, content: Content<'_>, calls: &[CallParts<'_>]) {
+    out.extend_from_slice(b"{\"role\":");
+    write_str(out, role);
+    out.extend_from_slice(b",\"content\":");
+    match content {
+        Content::Null => out.extend_from_slice(b"null"),
+        Content::Text(text) => write_str(out, text),
+        Content::Parts(texts) => {
+            out.push(b'[');
+            for (i, text) in texts.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                write_str(out, text);
+                out.push(b'}');
+            }
+            out.push(b']');
+        }
+    }
+    if !calls.is_empty() {
+        out.extend_from_slice(b",\"tool_calls\":[");
+        for (i, call) in calls.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"id\":");
+            write_str(out, call.id);
+            out.extend_from_slice(b",\"type\":\"function\",\"function\":{\"name\":");
+            write_str(out, call.name);
+            out.extend_from_slice(b",\"arguments\":");
+            write_str(out, call.arguments);
+            out.extend_from_slice(b"}}");
+        }
+        out.push(b']');
+    }
+    out.push(b'}');
+}
+
+/// Appends `{"role":"tool","tool_call_id":call_id,"content":text}`.
+pub fn write_tool(out: &mut Vec<u8>, call_id: &str, text: &str) {
+    out.extend_from_slice(b"{\"role\":\"tool\",\"tool_call_id\":");
+    write_str(out, call_id);
+    out.extend_from_slice(b",\"content\":");
+    write_str(out, text);
+    out.push(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(f: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut out = Vec::new();
+        f(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn escapes_as_msgspec_does() {
+        let s = text(|o| write_str(o, "\u{0}\u{1}\u{8}\t\n\u{c}\r\u{1f}\"\\/\u{2028}\u{7f} é😀"));
+        assert_eq!(
+            s,
+            "\"\\u0000\\u0001\\b\\t\\n\\f\\r\\u001f\\\"\\\\/\u{2028}\u{7f} é😀\""
+        );
+    }
+
+    #[test]
+    fn writes_each_shape_in_the_renderers_key_order() {
+        let call = CallParts {
+            id: "c1",
+            name: "f",
+            arguments: "{\"a\":1}",
+        };
+        assert_eq!(
+            text(|o| write_message(o, "assistant", Content::Null, &[call, call])),
+            "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[\
+             {\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}},\
+             {\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}"
+        );
+        assert_eq!(
+            text(|o| write_message(o, "user", Content::Parts(&["a", "b"]), &[])),
+            "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]}"
+        );
+        assert_eq!(
+            text(|o| write_message(o, "system", Content::Text("s"), &[])),
+            "{\"role\":\"system\",\"content\":\"s\"}"
+        );
+        assert_eq!(
+            text(|o| write_tool(o, "c1", "out")),
+            "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"out\"}"
+        );
+    }
+}
