@@ -2,30 +2,35 @@
 costs the messages appended since its last call, not the whole history.
 
 ``ClearToolResults`` and ``ClearThinking`` (``ctxtrim.clearing``) decide every message from
-the history read oldest first: a pass that keeps its state (:class:`Memoised`'s ``_state``)
-can take up where it stopped when the next call's history extends the last one. A strategy
+the history read oldest first: a pass that keeps its state (``Memo.state``) can
+take up where it stopped when the next call's history extends the last one. A strategy
 keeps one :class:`Memo` per history (up to :data:`MEMOS`, least recently used dropped): the
 messages read (``seen``), the pass's state, and for a plain list a log of its own that
 carries the token total and the turn count a trigger reads. Invariants:
 
 * **A memo is used only for a history that extends what it read.** A plain list is
-  compared with ``seen`` after ``seen`` takes the list's new messages: one C-level list
-  comparison, which short-cuts on identical objects, so a list edited anywhere (another
-  list, a message replaced, inserted or removed, a shorter list) is read again from the
-  start. A message replaced by an *equal* one passes: every decision reads message values
-  only, so the result is the same (the output may then hold the first object seen at that
-  index). A ``MessageLog`` or ``MemoryContextStore`` is the memo's own log object at the
-  generation it read: appends never bump the generation, every other write does (a fork is
-  another object), so its new messages are those past the memo's length. Any other log
-  (``await store.load_log()``'s snapshots) is compared like a list.
+  compared with ``seen`` after ``seen`` takes the list's new messages, by identity, entry by
+  entry (the core's ``differing``: one pass over two arrays of pointers), so a list edited
+  anywhere (another list, a message replaced, even by an equal one, inserted or removed, a
+  shorter list) is read again from the start. A ``MessageLog`` or ``MemoryContextStore`` is
+  the memo's own log object at the generation it read: appends never bump the generation,
+  every other write does (a fork is another object), so its new messages are those past
+  the memo's length. Any other log (``await store.load_log()``'s snapshots) is compared
+  like a list.
 * **The settings a pass read are part of the memo.** Changing ``keep``, ``placeholder``...
   on the strategy starts a new pass; the trigger is checked on every call, from the totals.
 * **Tokens come from the source's own counts**, as without the memo: a list's estimate
   (the memo's log), a log's cached counts (read from its snapshot). A memo made on one log
   object is carried over to another only when its pass does not sum counts.
-* **Results are fresh lists.** The state keeps its output lists to itself; a call returns a
-  copy (C-level, O(n): the one cost left that grows with the history), or the input list
-  itself when nothing changes, as every strategy does.
+* **The memo's lists never leave it; a list handed out never changes while anyone else
+  holds it.** A changed result is a list the memo hands out (:func:`_hand_out`): one it
+  handed out before and that nothing but the memo references any more (CPython's reference
+  count says so: nobody can see it change) is brought up to date entry by entry (whatever
+  the caller did to it before letting go), else a new copy is made. The memo keeps the last
+  two, since an agent loop (``window = strategy(history)``) still holds the previous one
+  during the call. An unchanged result is the input list itself, as for every strategy.
+  The two identity passes (the check and the update) are what is left that grows with the
+  history: about 0.1 ms each at 100k messages (memory-bound), no Python work per message.
 * **One call at a time per strategy.** A call that finds another thread using the memos
   takes the strategy's pass from scratch (no waiting); a failing pass drops its memo, and the
   strategy's plain path then runs (and raises its own error for bad input).
