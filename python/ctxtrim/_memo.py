@@ -30,7 +30,7 @@ carries the token total and the turn count a trigger reads. Invariants:
   two, since an agent loop (``window = strategy(history)``) still holds the previous one
   during the call. An unchanged result is the input list itself, as for every strategy.
   The two identity passes (the check and the update) are what is left that grows with the
-  history: about 0.1 ms each at 100k messages (memory-bound), no Python work per message.
+  history: 0.04 to 0.09 ms each at 100k messages (memory-bound), no Python work per message.
 * **One call at a time per strategy.** A call that finds another thread using the memos
   takes the strategy's pass from scratch (no waiting); a failing pass drops its memo, and the
   strategy's plain path then runs (and raises its own error for bad input).
@@ -106,7 +106,8 @@ class Memoised(ContextStrategy, Generic[S]):
     def __getstate__(self) -> dict[str, Any]:
         # A copy or pickle of a strategy starts with no memo (a lock does not pickle).
         state = self.__dict__.copy()
-        del state["_memo_lock"], state["_memos"]
+        state.pop("_memo_lock", None)
+        state.pop("_memos", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -133,8 +134,8 @@ class Memoised(ContextStrategy, Generic[S]):
         raise NotImplementedError
 
     def _output(self, state: S, log: _core.MessageLog | None, n: int) -> list[Message] | None:
-        """The state's output list (the strategy's own: copied before it is returned), or
-        None when nothing changes; ``log``: the totals (None when no trigger reads them)."""
+        """The state's output list (the strategy's own, never handed out itself), or None
+        when nothing changes; ``log``: the totals (None when no trigger reads them)."""
         raise NotImplementedError
 
     # -- the memoised call ---------------------------------------------------------------------
@@ -148,6 +149,8 @@ class Memoised(ContextStrategy, Generic[S]):
             live = source
         else:
             return None
+        if "_memo_lock" not in self.__dict__:
+            self._init_memo()  # a subclass whose __init__ did not call ours
         if not self._memo_lock.acquire(blocking=False):
             return None  # another call is using the memos: the plain path
         try:

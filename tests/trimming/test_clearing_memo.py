@@ -297,3 +297,17 @@ def test_reports_and_a_log_agree_with_the_memoised_call() -> None:
             i for i, (a, b) in enumerate(zip(history, out, strict=True)) if a != b
         )
         assert report.tokens_after < report.tokens_before
+
+
+def test_differing_names_the_entries_holding_other_objects() -> None:
+    from ctxtrim import _core
+
+    a = [Message.user(str(i)) for i in range(2000)]
+    b = list(a)
+    assert _core.differing(a, b, 0) == []
+    b[700] = Message.decode(a[700].encode())  # equal, another object: it differs
+    b[1999] = a[0]
+    assert _core.differing(a, b, 5) == [700, 1999]
+    assert _core.differing(a, b, 1) is None  # more than the limit
+    assert _core.differing(a, b[:1000], 5) == [700]  # only below the shorter length
+    assert _core.differing([], b, 0) == []
