@@ -204,8 +204,9 @@ class ClearToolResults(Memoised[_Results]):
     A result already showing its replacement is left alone, so a second run changes nothing.
 
     Called on a history that extends the one of its last call (a list, a log or a store),
-    it reads only the messages appended since (``ctxtrim._memo``): a turn costs the same at
-    100k messages as at 1k, but for copying the result list.
+    it reads only the messages appended since (``ctxtrim._memo``): a turn costs what its new
+    messages cost, plus a pass of the core over the list's pointers (checking by identity
+    that the rest is what it read before).
     """
 
     def __init__(
