@@ -3,19 +3,25 @@
 ``ClearToolResults`` past its trigger and ``ClearThinking`` are called on a reasoning
 model's agent history (each assistant message carries reasoning, each round a tool call and
 its result), one round appended before each timed call, as an agent calls them before every
-model request. Speed is reported, never asserted; in the normal run each case runs once as a
-smoke test. The numbers say how the cost of a call grows with the history (both scan the
-whole list each call: see docs/performance.md).
+model request: on the agent's own list (``strategy(history)``) and on a memory store
+(``strategy.apply(store)``). Speed is reported, never asserted; in the normal run each case
+runs once as a smoke test. The numbers say how the cost of a call grows with the history:
+a strategy remembers its pass over the history (``ctxtrim._memo``), so a turn reads the
+round appended since, and what is left growing is two pointer passes over the list (see
+docs/performance.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from test_bench_dropins import _rounds, _timed
 
-from ctxtrim import ClearThinking, ClearToolResults, Message, ToolResultBlock
+from ctxtrim import ClearThinking, ClearToolResults, MemoryContextStore, Message, ToolResultBlock
 from ctxtrim.messages import ReasoningBlock, TextBlock, ToolUseBlock
 
 SIZES = (1_000, 10_000, 100_000)
@@ -41,9 +47,29 @@ STRATEGIES: dict[str, Any] = {
 }
 
 
+def _store_rounds(n: int) -> tuple[MemoryContextStore, Callable[[], None]]:
+    """``(a memory store of about n messages, append one more round to it)``."""
+    counter = itertools.count()
+    history: list[Message] = []
+    while len(history) < n:
+        history += _reasoning_round(next(counter))
+    store = MemoryContextStore(history)
+
+    def grow() -> None:
+        asyncio.run(store.append_many(_reasoning_round(next(counter))))
+
+    return store, grow
+
+
 @pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("path", ["list", "store"])
 @pytest.mark.parametrize("name", list(STRATEGIES))
-def test_clearing_strategy_turn(benchmark: Any, name: str, n: int) -> None:
+def test_clearing_strategy_turn(benchmark: Any, name: str, path: str, n: int) -> None:
     strategy = STRATEGIES[name]()
-    history, grow = _rounds(_reasoning_round, n)
-    _timed(benchmark, f"{name} turn {n}", "ctxtrim", grow, lambda: strategy(history), rounds=5)
+    if path == "list":
+        history, grow = _rounds(_reasoning_round, n)
+        call: Callable[[], object] = lambda: strategy(history)  # noqa: E731
+    else:
+        store, grow = _store_rounds(n)
+        call = lambda: strategy.apply(store)  # noqa: E731
+    _timed(benchmark, f"{name} {path} turn {n}", "ctxtrim", grow, call, rounds=15)

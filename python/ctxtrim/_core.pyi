@@ -33,6 +33,7 @@ __all__ = [
     "cut_list",
     "cut_log",
     "cut_window",
+    "differing",
     "estimate_tokens",
     "frozen_json",
     "gemini_fast_prefix",
@@ -103,6 +104,10 @@ def grapheme_floor(text: str, max_chars: int) -> int:
     """The largest ``n <= max_chars`` such that ``text[:n]`` ends between two extended
     grapheme clusters (Unicode UAX #29). Pass at most ``max_chars + 1`` characters; a text
     with lone surrogates raises ``UnicodeEncodeError`` (``ctxtrim._text`` handles that)."""
+
+def differing(a: list[Any], b: list[Any], limit: int) -> list[int] | None:
+    """The indices below ``min(len(a), len(b))`` at which ``a`` and ``b`` hold different
+    objects (by identity), ascending; None when there are more than ``limit`` of them."""
 
 def message_tokens(
     message: Message, *, encoding: str = "cl100k_base", counter: TokenCounter | None = None

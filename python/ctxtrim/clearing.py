@@ -11,10 +11,13 @@ result cleared or clipped once is recognised and skipped by the next call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Callable, Hashable, Sequence
 
 import msgspec
 
+from ctxtrim import _core
+from ctxtrim._memo import Memoised
 from ctxtrim._text import clip_text
 from ctxtrim.errors import InvalidStrategy
 from ctxtrim.messages import (
@@ -67,14 +70,20 @@ def _parse_trigger(
     return Trigger.parse(trigger, window=window, error=InvalidStrategy)
 
 
-def _fired(trigger: int | Trigger, inp: _Input) -> bool:
+def _fired(trigger: int | Trigger, log: _core.MessageLog, n: int) -> bool:
+    """Whether ``trigger`` fires on a history of ``n`` messages whose totals ``log`` holds."""
     if isinstance(trigger, int):
-        return inp.log.total_tokens > trigger
+        return log.total_tokens > trigger
     return trigger.fired(
-        tokens=inp.log.total_tokens,
-        messages=inp.n,
-        turns=inp.log.turn_count if trigger.needs_turns else 0,
+        tokens=log.total_tokens,
+        messages=n,
+        turns=log.turn_count if trigger.needs_turns else 0,
     )
+
+
+def _estimate(message: Message) -> int:
+    """The built-in estimate of a message (what a plain list is priced with)."""
+    return _core.message_tokens(message, counter=None)
 
 
 class TruncateToolOutputs(ContextStrategy):
@@ -160,7 +169,27 @@ class TruncateToolOutputs(ContextStrategy):
         return _Outcome(out, list(range(len(messages))), set(changed))
 
 
-class ClearToolResults(ContextStrategy):
+class _Results:
+    """:class:`ClearToolResults`' pass over a history, oldest first: the calls awaiting their
+    results, the pairs found (by call position), which of the oldest are decided, and the
+    history with their results (and inputs) cleared. The pairs outside the newest ``keep``
+    only ever grow in number as messages are appended (a pair answered late may sort among
+    the decided ones: it is then decided at once), and a pair's decision reads only its two
+    blocks and the settings, so no decision is ever taken again."""
+
+    __slots__ = ("decided", "edits", "freed", "gains", "latest", "out", "pairs")
+
+    def __init__(self) -> None:
+        self.latest: dict[str, tuple[int, int, str]] = {}  # call id -> (message, block, tool)
+        self.pairs: list[tuple[int, int, str, int, int]] = []  # sorted by the call
+        self.decided = 0  # pairs[:decided] are decided (all of them old)
+        self.edits: dict[int, dict[int, object]] = {}  # message -> block -> its stand-in
+        self.out: list[Message] = []  # the history with the edited messages
+        self.gains: dict[int, int] = {}  # an edited message's tokens freed (clear_at_least)
+        self.freed = 0
+
+
+class ClearToolResults(Memoised[_Results]):
     """Replace old tool results by their ``compact_summary`` or ``placeholder`` (Anthropic
     context editing, LangChain ``ClearToolUsesEdit``, agent-air).
 
@@ -173,6 +202,11 @@ class ClearToolResults(ContextStrategy):
     inputs become ``{}`` too. If that frees fewer than ``clear_at_least`` tokens, nothing is
     cleared (a cleared prefix costs a prompt-cache write, worth it only for a real saving).
     A result already showing its replacement is left alone, so a second run changes nothing.
+
+    Called on a history that extends the one of its last call (a list, a log or a store),
+    it reads only the messages appended since (``ctxtrim._memo``): a turn costs what its new
+    messages cost, plus a pass of the core over the list's pointers (checking by identity
+    that the rest is what it read before).
     """
 
     def __init__(
@@ -198,62 +232,122 @@ class ClearToolResults(ContextStrategy):
             raise InvalidStrategy(f"placeholder must be a str, got {type(placeholder).__name__}")
         self.placeholder = placeholder
         self.clear_tool_inputs = _check_bool("clear_tool_inputs", clear_tool_inputs)
+        self._init_memo()
 
     def __repr__(self) -> str:
         return f"ClearToolResults({self.trigger}, keep={self.keep})"
 
-    def _run(self, inp: _Input) -> _Outcome:
-        if not _fired(self._trigger, inp):
-            return _unchanged(inp)
-        # A copy: the pairs found below index into it, so another thread editing the
-        # caller's list meanwhile cannot move a block out from under them.
-        messages = list(inp.messages)
+    def _settings(self) -> Hashable:
+        return (
+            self.keep,
+            self.clear_at_least > 0,
+            self.exclude_tools,
+            self.placeholder,
+            self.clear_tool_inputs,
+        )
+
+    def _needs_log(self) -> bool:
+        return True
+
+    def _new_state(self) -> _Results:
+        return _Results()
+
+    def _advance(
+        self,
+        state: _Results,
+        seen: list[Message],
+        start: int,
+        count: Callable[[int], int],
+        price: Callable[[Message], int] = _estimate,
+    ) -> bool:
         # Pair results with calls as the core does: a result answers the latest earlier
         # message issuing its id. Pairs are ordered by their call.
-        latest: dict[str, tuple[int, int, str]] = {}
-        pairs: list[tuple[int, int, str, int, int]] = []
-        for i, m in enumerate(messages):
-            for j, block in enumerate(m.content):
+        latest, pairs = state.latest, state.pairs
+        state.out += seen[start:]
+        decided = state.decided
+        for i in range(start, len(seen)):
+            content = seen[i].content
+            for j, block in enumerate(content):
                 if type(block) is ToolResultBlock:
                     call = latest.pop(block.tool_use_id, None)
                     if call is not None:
-                        pairs.append((*call, i, j))
-            for j, block in enumerate(m.content):
+                        pair = (*call, i, j)
+                        at = bisect.bisect(pairs, pair)
+                        pairs.insert(at, pair)
+                        if at < decided:  # answered late: old already
+                            self._decide(state, seen, pair, count, price)
+                            decided += 1
+            for j, block in enumerate(content):
                 if type(block) is ToolUseBlock:
                     latest[block.id] = (i, j, block.name)
-        pairs.sort()
-        old = pairs[: len(pairs) - self.keep] if self.keep else pairs
-        edits: dict[int, dict[int, object]] = {}
-        for call_i, call_j, name, res_i, res_j in old:
-            if name in self.exclude_tools:
-                continue
-            result = messages[res_i].content[res_j]
-            assert type(result) is ToolResultBlock
-            stand_in = result.compact_summary or self.placeholder
-            if result.content != stand_in:
-                # The stand-in also becomes the compact summary: it marks the result as
-                # cleared, so TruncateToolOutputs leaves it alone and a re-run skips it.
-                edits.setdefault(res_i, {})[res_j] = msgspec.structs.replace(
-                    result, content=stand_in, compact_summary=stand_in
-                )
-            if self.clear_tool_inputs:
-                use = messages[call_i].content[call_j]
-                assert type(use) is ToolUseBlock
-                if use.input:
-                    edits.setdefault(call_i, {})[call_j] = msgspec.structs.replace(use, input={})
-        if not edits:
+        while decided < len(pairs) - self.keep:
+            self._decide(state, seen, pairs[decided], count, price)
+            decided += 1
+        state.decided = decided
+        return self.clear_at_least > 0
+
+    def _decide(
+        self,
+        state: _Results,
+        seen: list[Message],
+        pair: tuple[int, int, str, int, int],
+        count: Callable[[int], int],
+        price: Callable[[Message], int],
+    ) -> None:
+        """Clear one old pair's result (and its call's input), rewriting their messages."""
+        call_i, call_j, name, res_i, res_j = pair
+        if name in self.exclude_tools:
+            return
+        result = seen[res_i].content[res_j]
+        assert type(result) is ToolResultBlock
+        touched: list[int] = []
+        stand_in = result.compact_summary or self.placeholder
+        if result.content != stand_in:
+            # The stand-in also becomes the compact summary: it marks the result as
+            # cleared, so TruncateToolOutputs leaves it alone and a re-run skips it.
+            state.edits.setdefault(res_i, {})[res_j] = msgspec.structs.replace(
+                result, content=stand_in, compact_summary=stand_in
+            )
+            touched.append(res_i)
+        if self.clear_tool_inputs:
+            use = seen[call_i].content[call_j]
+            assert type(use) is ToolUseBlock
+            if use.input:
+                state.edits.setdefault(call_i, {})[call_j] = msgspec.structs.replace(use, input={})
+                touched.append(call_i)
+        for i in touched:
+            blocks = state.edits[i]
+            content = tuple(blocks.get(j, b) for j, b in enumerate(seen[i].content))
+            edited = msgspec.structs.replace(seen[i], content=content)
+            state.out[i] = edited
+            if self.clear_at_least:
+                gain = count(i) - price(edited)
+                state.freed += gain - state.gains.get(i, 0)
+                state.gains[i] = gain
+
+    def _output(
+        self, state: _Results, log: _core.MessageLog | None, n: int
+    ) -> list[Message] | None:
+        assert log is not None
+        if not _fired(self._trigger, log, n) or not state.edits:
+            return None
+        if self.clear_at_least and state.freed < self.clear_at_least:
+            return None
+        return state.out
+
+    def _run(self, inp: _Input) -> _Outcome:
+        if not _fired(self._trigger, inp.log, inp.n):
             return _unchanged(inp)
-        changed: dict[int, Message] = {}
-        for i, blocks in edits.items():
-            content = tuple(blocks.get(j, b) for j, b in enumerate(messages[i].content))
-            changed[i] = msgspec.structs.replace(messages[i], content=content)
-        if self.clear_at_least:
-            counts = inp.counts()
-            freed = sum(counts[i] - inp.count(m) for i, m in changed.items())
-            if freed < self.clear_at_least:
-                return _unchanged(inp)
-        out = [changed.get(i, m) for i, m in enumerate(messages)]
-        return _Outcome(out, list(range(len(messages))), set(changed))
+        # A copy: the pairs index into it, so another thread editing the caller's list
+        # meanwhile cannot move a block out from under them.
+        messages = list(inp.messages)
+        state = _Results()
+        counts = inp.counts() if self.clear_at_least else []
+        self._advance(state, messages, 0, counts.__getitem__, inp.count)
+        out = self._output(state, inp.log, inp.n)
+        if out is None:
+            return _unchanged(inp)
+        return _Outcome(out, list(range(len(messages))), set(state.edits))
 
 
 class _EditStrategy(ContextStrategy):
@@ -273,7 +367,7 @@ class _EditStrategy(ContextStrategy):
         return None
 
     def _run(self, inp: _Input) -> _Outcome:
-        if self._trigger != 0 and not _fired(self._trigger, inp):
+        if self._trigger != 0 and not _fired(self._trigger, inp.log, inp.n):
             return _unchanged(inp)
         messages = inp.messages
         edits = self._edits(messages)
@@ -358,7 +452,7 @@ def _issues_calls(message: Message) -> bool:
     return False
 
 
-class ClearThinking(_EditStrategy):
+class ClearThinking(Memoised["_Thinking"], _EditStrategy):
     """Drop the reasoning ("thinking") of all but the last ``keep`` assistant messages that
     carry any (Anthropic context editing's ``clear_thinking_20251015`` with
     ``keep={"type": "thinking_turns", "value": keep}``).
@@ -381,7 +475,8 @@ class ClearThinking(_EditStrategy):
     message is removed and no tool id changes, so it is pair-safe. A second run finds at
     most ``keep`` (plus the protected) messages with reasoning and changes nothing; with
     nothing to clear the input list itself comes back. Cleared messages are in the report's
-    ``changed``, priced as :class:`ClearToolResults`' are.
+    ``changed``, priced as :class:`ClearToolResults`' are. Like it, a call on a history that
+    extends its last one reads only the messages appended since.
     """
 
     def __init__(
@@ -399,40 +494,114 @@ class ClearThinking(_EditStrategy):
         if not isinstance(placeholder, str) or not placeholder:
             raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
         self.placeholder = placeholder
+        self._init_memo()
 
     def __repr__(self) -> str:
         trigger = f", trigger={self.trigger}" if self.trigger else ""
         return f"ClearThinking(keep={self.keep}{trigger})"
 
-    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
-        """The messages that lose reasoning, by index (empty when nothing changes)."""
-        # Newest first: the current turn's calling messages are protected (and count), then
-        # the newest ``keep`` messages with reasoning keep it.
-        kept = 0
+    def _settings(self) -> Hashable:
+        return (self.keep, self.placeholder, self._trigger != 0)
+
+    def _needs_log(self) -> bool:
+        return self._trigger != 0
+
+    def _new_state(self) -> _Thinking:
+        return _Thinking()
+
+    def _advance(
+        self, state: _Thinking, seen: list[Message], start: int, count: Callable[[int], int]
+    ) -> bool:
         keep = self.keep
-        loop: bool | None = None  # None until the newest assistant message says
-        clear: list[int] = []
-        for i in range(len(messages) - 1, -1, -1):
-            message = messages[i]
+        reasoning = state.reasoning
+        state.closed += seen[start:]
+        state.open += seen[start:]
+        for i in range(start, len(seen)):
+            message = seen[i]
             if message.role != "assistant":
-                if loop is not False and message.is_real_user:
-                    loop = False  # the tool-use loop started after this message
+                if message.is_real_user:
+                    # A new turn: the loop before it is over, its messages lose protection.
+                    state.last_user = i
+                    for j in state.kept_open:
+                        state.open[j] = state.closed[j]
+                    state.kept_open.clear()
                 continue
-            if loop is None:
-                loop = _issues_calls(message)  # open while its calls await results
+            calls = _issues_calls(message)
+            state.newest_calls = calls
+            state.newest = i
             for block in message.content:
                 if type(block) is ReasoningBlock:
                     break
             else:
                 continue
-            if kept < keep or (loop and _issues_calls(message)):
-                kept += 1
-            else:
-                clear.append(i)
-        edits: dict[int, Message] = {}
-        for i in clear:
-            content = tuple(b for b in messages[i].content if type(b) is not ReasoningBlock)
-            if not content:
-                content = (TextBlock(self.placeholder),)
-            edits[i] = msgspec.structs.replace(messages[i], content=content)
-        return edits
+            reasoning.append((i, calls))
+            while len(reasoning) - keep > state.old:
+                j, j_calls = reasoning[state.old]
+                state.old += 1
+                state.closed[j] = self._cleared(seen[j])
+                if j_calls and j > state.last_user:
+                    state.kept_open.append(j)  # kept while the loop it belongs to is open
+                else:
+                    state.open[j] = state.closed[j]
+        return False
+
+    def _cleared(self, message: Message) -> Message:
+        content = tuple(b for b in message.content if type(b) is not ReasoningBlock)
+        if not content:
+            content = (TextBlock(self.placeholder),)
+        return msgspec.structs.replace(message, content=content)
+
+    def _output(
+        self, state: _Thinking, log: _core.MessageLog | None, n: int
+    ) -> list[Message] | None:
+        if self._trigger != 0 and log is not None and not _fired(self._trigger, log, n):
+            return None
+        if state.loop_open():
+            return state.open if state.old > len(state.kept_open) else None
+        return state.closed if state.old else None
+
+    def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
+        """The messages that lose reasoning, by index (empty when nothing changes)."""
+        state = _Thinking()
+        self._advance(state, list(messages), 0, _no_counts)
+        out = state.open if state.loop_open() else state.closed
+        return {j: out[j] for j, _ in state.reasoning[: state.old] if out[j] is not messages[j]}
+
+
+class _Thinking:
+    """:class:`ClearThinking`' pass over a history, oldest first. Of the assistant messages
+    with reasoning (``reasoning``: index, whether it issues calls), all but the newest
+    ``keep`` are old (``reasoning[:old]``), and only ever more are as messages are appended.
+    An old one is cleared unless the tool-use loop is open (the newest assistant message,
+    after the last real user message, issues calls) and it issues calls after that user
+    message. So two outputs are kept: ``closed``, every old one cleared, and ``open``, those
+    protected while the loop is open (``kept_open``) left as they are; a real user message
+    ends the protection of those before it for good."""
+
+    __slots__ = (
+        "closed",
+        "kept_open",
+        "last_user",
+        "newest",
+        "newest_calls",
+        "old",
+        "open",
+        "reasoning",
+    )
+
+    def __init__(self) -> None:
+        self.reasoning: list[tuple[int, bool]] = []
+        self.old = 0
+        self.closed: list[Message] = []
+        self.open: list[Message] = []
+        self.kept_open: list[int] = []
+        self.last_user = -1
+        self.newest = -1  # the newest assistant message
+        self.newest_calls = False
+
+    def loop_open(self) -> bool:
+        return self.newest > self.last_user and self.newest_calls
+
+
+def _no_counts(i: int) -> int:
+    raise AssertionError("ClearThinking sums no counts")  # pragma: no cover

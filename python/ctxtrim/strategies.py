@@ -4,7 +4,9 @@ A strategy is called on a history (``strategy(messages)``) and returns the histo
 Every shipped strategy is:
 
 - **synchronous and pure** — it reads its input and returns a new list; nothing is mutated,
-  no state is kept between calls (``describe`` reports what a call would do);
+  and the result depends on the input alone (``describe`` reports what a call would do):
+  what a strategy keeps between calls (a cut strategy's ``Tail``, a clearing strategy's
+  memo, ``ctxtrim._memo``) only spares it re-reading a history it has read;
 - **pair-safe** — cuts fall only on indices where no tool use before the cut has its result
   at or after it, so the output never holds an orphaned result or a call cut from its
   result (a call still waiting for its result at the very end stays as it was);

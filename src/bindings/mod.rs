@@ -18,6 +18,7 @@ mod facts;
 mod fresh;
 mod gemini;
 mod json;
+mod lists;
 mod log;
 mod message;
 mod render;
@@ -53,6 +54,8 @@ mod core_module {
     use super::gemini::gemini_fast_prefix;
     #[pymodule_export]
     use super::json::{compact_json, json_loads};
+    #[pymodule_export]
+    use super::lists::differing;
     #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
