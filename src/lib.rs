@@ -31,9 +31,9 @@
 
 pub mod anthropic_json;
 pub mod chat_json;
-pub mod chat_write;
 pub mod column;
 pub mod cuts;
+pub mod json_write;
 pub mod log;
 pub mod meta;
 pub mod queue;

@@ -22,6 +22,7 @@ __all__ = [
     "anthropic_fast_prefix",
     "anthropic_json_fast",
     "anthropic_render",
+    "anthropic_render_json",
     "autogen_skeletons",
     "chat_fast",
     "chat_fast_prefix",
@@ -224,6 +225,10 @@ def anthropic_json_fast(data: bytes) -> list[Message] | None:
 def anthropic_render(message: Message) -> list[dict[str, Any]] | None:
     """A message with no recorded fields in a common shape as its Anthropic message dict (in
     a list), or ``None``."""
+
+def anthropic_render_json(message: Message) -> bytes | None:
+    """``anthropic_render``'s dict as the request's JSON, written from the message, or
+    ``None``."""
 
 def chat_fast(
     raw_key: str,

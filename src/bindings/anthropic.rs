@@ -17,16 +17,21 @@
 //! `ctxtrim.formats.anthropic` makes for it, in the same key order, so the kept JSON bytes
 //! are the same. Anything else (images, tool results made of blocks, recorded fields, a
 //! system message, which only the general renderer may refuse) is `None`, for the general
-//! renderer.
+//! renderer. `anthropic_render_json` writes that dict's JSON straight from the message
+//! (`crate::json_write`), for the bytes path; it also leaves to the encoder a string that is
+//! not an exact, valid `str` and a tool input holding a float.
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::json_write::{write_anthropic, AnthropicPart};
 
 use super::convert::{classes, Classes};
+use super::json::plain_json_bytes;
 use super::message::{frozen_json, new_message, nonempty_str, text_block, tool_use_block};
-use super::shapes::{get, is_tag, nonempty, stop_on_invalid, tag, text};
+use super::shapes::{get, is_tag, nonempty, plain, stop_on_invalid, tag, text};
 
 /// The general reader's record for content given as a string (`{"anthropic": [{"t":
 /// "message", "n": 1, "form": "str"}]}`), frozen once: messages share it (it never changes).
@@ -278,4 +283,108 @@ pub fn anthropic_render<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Bou
     rendered.set_item(intern!(py, "role"), role)?;
     rendered.set_item(intern!(py, "content"), parts)?;
     Ok(Some(PyList::new(py, [rendered])?))
+}
+
+/// `anthropic_render`'s dict as the JSON the request holds, written straight from the
+/// message (see the module docs), or `None` for the general path.
+#[pyfunction]
+pub fn anthropic_render_json<'py>(
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let py = message.py();
+    let c = classes(py)?;
+    if !message.get_type().is(c.message.bind(py))
+        || !message.getattr(intern!(py, "meta"))?.is_none()
+    {
+        return Ok(None);
+    }
+    let role = message.getattr(intern!(py, "role"))?;
+    let Some(role_str) = plain(&role) else {
+        return Ok(None);
+    };
+    if role_str == "system" {
+        return Ok(None);
+    }
+    // Each block's values, kept alive while their text is borrowed below.
+    let blocks = message.getattr(intern!(py, "content"))?;
+    let blocks = blocks.cast_exact::<PyTuple>()?;
+    let mut held: Vec<Held<'py>> = Vec::with_capacity(blocks.len());
+    for block in blocks.iter() {
+        let ty = block.get_type();
+        let get = |key| block.getattr(key);
+        held.push(if ty.is(c.text.bind(py)) {
+            Held::Text(get(intern!(py, "text"))?)
+        } else if ty.is(c.tool_use.bind(py)) {
+            let Some(input) = plain_json_bytes(&get(intern!(py, "input"))?)? else {
+                return Ok(None);
+            };
+            Held::ToolUse(get(intern!(py, "id"))?, get(intern!(py, "name"))?, input)
+        } else if ty.is(c.tool_result.bind(py)) {
+            let is_error = get(intern!(py, "is_error"))?;
+            let Ok(is_error) = is_error.cast_exact::<PyBool>() else {
+                return Ok(None);
+            };
+            Held::ToolResult(
+                get(intern!(py, "tool_use_id"))?,
+                get(intern!(py, "content"))?,
+                is_error.is_true(),
+            )
+        } else if ty.is(c.reasoning.bind(py)) {
+            let redacted = get(intern!(py, "redacted"))?;
+            let Ok(redacted) = redacted.cast_exact::<PyBool>() else {
+                return Ok(None);
+            };
+            Held::Reasoning(
+                get(intern!(py, "text"))?,
+                get(intern!(py, "signature"))?,
+                redacted.is_true(),
+            )
+        } else {
+            return Ok(None); // images: the general renderer
+        });
+    }
+    let mut parts = Vec::with_capacity(held.len());
+    for h in &held {
+        let part = match h {
+            Held::Text(text) => plain(text).map(AnthropicPart::Text),
+            Held::ToolUse(id, name, input) => match (plain(id), plain(name)) {
+                (Some(id), Some(name)) => Some(AnthropicPart::ToolUse {
+                    id,
+                    name,
+                    input: input.as_bytes(),
+                }),
+                _ => None,
+            },
+            Held::ToolResult(id, content, is_error) => match (plain(id), plain(content)) {
+                (Some(tool_use_id), Some(content)) => Some(AnthropicPart::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error: *is_error,
+                }),
+                _ => None, // text and image blocks: the general renderer
+            },
+            Held::Reasoning(text, signature, redacted) => match (plain(signature), *redacted) {
+                (Some(data), true) => Some(AnthropicPart::Redacted { data }),
+                (Some(signature), false) => {
+                    plain(text).map(|text| AnthropicPart::Thinking { text, signature })
+                }
+                (None, _) => None,
+            },
+        };
+        let Some(part) = part else {
+            return Ok(None);
+        };
+        parts.push(part);
+    }
+    let mut out = Vec::with_capacity(256);
+    write_anthropic(&mut out, role_str, &parts);
+    Ok(Some(PyBytes::new(py, &out)))
+}
+
+/// A block's values, as `anthropic_render_json` reads them.
+enum Held<'py> {
+    Text(Bound<'py, PyAny>),
+    ToolUse(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyBytes>),
+    ToolResult(Bound<'py, PyAny>, Bound<'py, PyAny>, bool),
+    Reasoning(Bound<'py, PyAny>, Bound<'py, PyAny>, bool),
 }

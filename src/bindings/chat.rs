@@ -21,12 +21,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 use pyo3::{intern, Py};
 
-use crate::chat_write::{write_message, write_tool, CallParts, Content};
+use crate::json_write::{write_message, write_tool, CallParts, Content};
 
 use super::convert::classes;
 use super::json::compact_json;
 use super::message::{new_message, text_block, tool_use_block};
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid};
+use super::shapes::{arguments, get, is_tag, nonempty, plain, stop_on_invalid};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
 /// a `tool` message (the caller joins consecutive ones into one user message); `None` for
@@ -375,11 +375,6 @@ pub fn chat_render_json<'py>(
     }
     write_message(&mut out, role, content, &calls);
     Ok(Some(PyBytes::new(py, &out)))
-}
-
-/// The text of an exact `str` that is valid UTF-8, else `None`.
-fn plain<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
-    value.cast_exact::<PyString>().ok()?.to_str().ok()
 }
 
 fn text_content<'py>(

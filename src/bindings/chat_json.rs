@@ -3,7 +3,7 @@
 //! reader (`chat.rs`) builds them from the same values, so both paths make equal messages.
 //!
 //! Given the slot of the format's kept JSON, each message also keeps its Chat Completions
-//! rendering, written from the values just read (`chat_write`): a server that reads a body
+//! rendering, written from the values just read (`json_write`): a server that reads a body
 //! and sends the window on renders nothing. It is the rendering `chat_render_json` writes for
 //! the message (the same parts: texts, calls with their compact arguments, string results),
 //! so what the bytes path sends does not depend on how the message was read.
@@ -13,7 +13,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, Py};
 
 use crate::chat_json::{read_chat_json, Call, ChatMessage, TextRole};
-use crate::chat_write::{write_message, write_tool, CallParts, Content};
+use crate::json_write::{write_message, write_tool, CallParts, Content};
 
 use super::convert::classes;
 use super::message::{new_message, text_block, tool_use_block};

@@ -82,6 +82,17 @@ pub fn compact_json<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyStr
         .cast_into::<PyString>()?)
 }
 
+/// msgspec's JSON of `value` when it is plain JSON that `json.dumps` writes the same
+/// (`same_json`), else `None`: what a kept rendering holding `value` encodes it as.
+pub fn plain_json_bytes<'py>(value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let py = value.py();
+    if !same_json(classes(py)?, value, 0) {
+        return Ok(None);
+    }
+    let encoded = codecs(py)?.encode.bind(py).call1((value,))?;
+    Ok(Some(encoded.cast_into::<PyBytes>()?))
+}
+
 /// Whether `text` is exactly `compact_json(value)`: compared as bytes, with no string made,
 /// when msgspec writes it.
 pub fn is_compact_json_of(value: &Bound<'_, PyAny>, text: &Bound<'_, PyString>) -> PyResult<bool> {

@@ -39,7 +39,7 @@ use pyo3::prelude::*;
 #[pyo3(name = "_core")]
 mod core_module {
     #[pymodule_export]
-    use super::anthropic::{anthropic_fast_prefix, anthropic_render};
+    use super::anthropic::{anthropic_fast_prefix, anthropic_render, anthropic_render_json};
     #[pymodule_export]
     use super::anthropic_json::anthropic_json_fast;
     #[pymodule_export]

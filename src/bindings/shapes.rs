@@ -75,3 +75,9 @@ pub fn stop_on_invalid<T>(py: Python<'_>, read: PyResult<Option<T>>) -> PyResult
         Err(e) => Err(e),
     }
 }
+
+/// The text of an exact `str` that is valid UTF-8, else `None` (a renderer writing JSON
+/// itself leaves anything else to the encoder).
+pub fn plain<'a>(value: &'a Bound<'_, PyAny>) -> Option<&'a str> {
+    value.cast_exact::<PyString>().ok()?.to_str().ok()
+}

@@ -1076,6 +1076,19 @@ def test_the_bytes_path_writes_common_shapes_straight_from_the_message() -> None
     to_openai_chat(fresh)  # the dicts path first: its objects are kept and encoded
     assert to_openai_chat_json(fresh) == written
     assert written == msgspec.json.encode(to_openai_chat(ms))
+    # The same for Anthropic, its reasoning blocks and a tool input of nested JSON too; an
+    # input holding a float is left to the encoder (msgspec and json.dumps write some apart).
+    ms = [m for m in ms if m.role != "system"] + [
+        Message.assistant(tool_uses=[ToolUseBlock("c2", "g", {"k": [odd, {"x": None}]})]),
+        Message.tool_results([ToolResultBlock("c2", odd, is_error=True)]),
+        Message("assistant", (ReasoningBlock(odd, "sig"), TextBlock("x"))),
+        Message("assistant", (ReasoningBlock("", "opaque", redacted=True), TextBlock("y"))),
+    ]
+    written = to_anthropic_json(ms)
+    for m in ms:
+        floats = any(type(b) is ToolUseBlock and "n" in b.input for b in m.content)
+        assert (getattr(m, "_ctxtrim_anthropic", None) is None) is not floats
+    assert written == msgspec.json.encode(to_anthropic(ms))
 
 
 def _anthropic_json(ms: list[Message]) -> bytes | str:
@@ -1091,17 +1104,20 @@ def _anthropic_json(ms: list[Message]) -> bytes | str:
 def test_the_fast_anthropic_renderer_renders_what_the_general_renderer_renders(
     ms: list[Message],
 ) -> None:
-    # Messages in common shapes are rendered in the core; the bytes must be the general
-    # renderer's, key order included, and anything else (images, recorded fields, a system
-    # message after the start) must still reach the general one.
+    # Messages in common shapes are rendered in the core, their JSON written straight from
+    # the message (or, with that writer off, the core's objects encoded); the bytes must be
+    # the general renderer's, key order and escapes included, and anything else (images,
+    # recorded fields, a system message after the start) must still reach the general one.
     from ctxtrim.formats import anthropic
 
-    fast = _anthropic_json(ms)
+    written = _anthropic_json(ms)
     with pytest.MonkeyPatch.context() as m:
+        m.setattr(anthropic._RENDERINGS, "_fast_json", None)
+        encoded = _anthropic_json(ms)
         m.setattr(anthropic, "_render_fast", lambda message: None)
         m.setattr(anthropic._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _anthropic_json(ms)
-    assert fast == general
+    assert written == encoded == general
 
 
 @PROPS

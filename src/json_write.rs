@@ -1,13 +1,15 @@
-//! Chat Completions messages written as JSON bytes from their parts, for the shapes every
-//! server turn renders: the same bytes the general path makes (the renderer's dicts encoded
-//! by msgspec), without building those dicts.
+//! Provider request JSON written from a message's parts, for the shapes every server turn
+//! renders: the same bytes the general path makes (the renderer's dicts encoded by msgspec),
+//! without building those dicts. Chat Completions messages (`write_message`, `write_tool`)
+//! and Anthropic messages (`write_anthropic`).
 //!
 //! The writers append one message object each, keys in the renderer's order and with no
 //! whitespace; strings are escaped as msgspec and `json.dumps(ensure_ascii=False)` escape
 //! them: `"` and `\`, the control characters below U+0020 (`\b \t \n \f \r` by name, the
 //! rest as `\u00XX`, lowercase), everything else written as it is (serde_json's compact
-//! string writer does exactly that). Which messages have these shapes, and the text of a
-//! call's arguments, are the caller's to decide: the bindings take them from a `Message`.
+//! string writer does exactly that). Which messages have these shapes, and the JSON of a
+//! call's arguments or input, are the caller's to decide: the bindings take them from a
+//! `Message`.
 
 /// The `content` of a system, user or assistant message.
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +85,81 @@ pub fn write_tool(out: &mut Vec<u8>, call_id: &str, text: &str) {
     out.push(b'}');
 }
 
+/// One content block of an Anthropic message.
+#[derive(Debug, Clone, Copy)]
+pub enum AnthropicPart<'a> {
+    /// `{"type":"text","text":...}`.
+    Text(&'a str),
+    /// `{"type":"tool_use","id":...,"name":...,"input":<input, JSON as given>}`.
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a [u8],
+    },
+    /// `{"type":"tool_result","tool_use_id":...,"content":...}`, with `"is_error":true` when
+    /// it is one.
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        is_error: bool,
+    },
+    /// `{"type":"thinking","thinking":...,"signature":...}`.
+    Thinking { text: &'a str, signature: &'a str },
+    /// `{"type":"redacted_thinking","data":...}`.
+    Redacted { data: &'a str },
+}
+
+/// Appends `{"role":role,"content":[parts]}`.
+pub fn write_anthropic(out: &mut Vec<u8>, role: &str, parts: &[AnthropicPart<'_>]) {
+    out.extend_from_slice(b"{\"role\":");
+    write_str(out, role);
+    out.extend_from_slice(b",\"content\":[");
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        match *part {
+            AnthropicPart::Text(text) => {
+                out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                write_str(out, text);
+            }
+            AnthropicPart::ToolUse { id, name, input } => {
+                out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+                write_str(out, id);
+                out.extend_from_slice(b",\"name\":");
+                write_str(out, name);
+                out.extend_from_slice(b",\"input\":");
+                out.extend_from_slice(input);
+            }
+            AnthropicPart::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => {
+                out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+                write_str(out, tool_use_id);
+                out.extend_from_slice(b",\"content\":");
+                write_str(out, content);
+                if is_error {
+                    out.extend_from_slice(b",\"is_error\":true");
+                }
+            }
+            AnthropicPart::Thinking { text, signature } => {
+                out.extend_from_slice(b"{\"type\":\"thinking\",\"thinking\":");
+                write_str(out, text);
+                out.extend_from_slice(b",\"signature\":");
+                write_str(out, signature);
+            }
+            AnthropicPart::Redacted { data } => {
+                out.extend_from_slice(b"{\"type\":\"redacted_thinking\",\"data\":");
+                write_str(out, data);
+            }
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +199,32 @@ mod tests {
         assert_eq!(
             text(|o| write_message(o, "system", Content::Text("s"), &[])),
             "{\"role\":\"system\",\"content\":\"s\"}"
+        );
+        assert_eq!(
+            text(|o| write_anthropic(
+                o,
+                "assistant",
+                &[
+                    AnthropicPart::Thinking {
+                        text: "t",
+                        signature: "s"
+                    },
+                    AnthropicPart::ToolUse {
+                        id: "c1",
+                        name: "f",
+                        input: b"{}"
+                    },
+                    AnthropicPart::ToolResult {
+                        tool_use_id: "c1",
+                        content: "x",
+                        is_error: true
+                    },
+                ]
+            )),
+            "{\"role\":\"assistant\",\"content\":[\
+             {\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},\
+             {\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{}},\
+             {\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":\"x\",\"is_error\":true}]}"
         );
         assert_eq!(
             text(|o| write_tool(o, "c1", "out")),
