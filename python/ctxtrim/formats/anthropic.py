@@ -458,6 +458,4 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 
 #: Where a message keeps its Anthropic rendering.
-_RENDERINGS = Renderings(
-    "_ctxtrim_anthropic", _render, _render_fast, _core.anthropic_render_json
-)
+_RENDERINGS = Renderings("_ctxtrim_anthropic", _render, _render_fast, _core.anthropic_render_json)
