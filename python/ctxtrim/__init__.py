@@ -41,7 +41,7 @@ from ctxtrim.messages import (
     decode_messages,
     encode_messages,
 )
-from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore, SessionInfo
+from ctxtrim.store import ContextStore, HistorySnapshot, MemoryContextStore
 from ctxtrim.strategies import (
     CacheStable,
     ContextStrategy,
@@ -51,7 +51,6 @@ from ctxtrim.strategies import (
     KeepLastMessages,
     KeepLastTurns,
     Pipeline,
-    TrimReport,
     TrimRounds,
 )
 from ctxtrim.tokens import (
@@ -63,9 +62,10 @@ from ctxtrim.tokens import (
     price_table,
     tool_tokens,
 )
-from ctxtrim.validate import Violation, repair, validate
+from ctxtrim.validate import repair, validate
 
 if TYPE_CHECKING:
+    from ctxtrim._records import SessionInfo, TrimReport, Violation
     from ctxtrim.clearing import (
         ClearThinking,
         ClearToolResults,
@@ -84,8 +84,10 @@ if TYPE_CHECKING:
 # Imported on first use: compaction brings asyncio, the SQLite store sqlite3 and a thread
 # pool, which a process that only trims never needs (``import ctxtrim`` stays light); the
 # in-place strategies bring their trigger specs (``ctxtrim.triggers``), which a process that
-# only cuts never needs. ``validate`` stays eager: it is also the name of its module, which
-# an import of ``ctxtrim.validate`` would otherwise leave in its place.
+# only cuts never needs; the public records are dataclasses (``ctxtrim._records``), and
+# ``dataclasses`` brings ``inspect``. Each resolves through the module that documents it.
+# ``validate`` stays eager: it is also the name of its module, which an import of
+# ``ctxtrim.validate`` would otherwise leave in its place.
 _LAZY = {
     "ClearThinking": "ctxtrim.clearing",
     "ClearToolResults": "ctxtrim.clearing",
@@ -98,6 +100,9 @@ _LAZY = {
     "SQLiteContextStore": "ctxtrim.stores",
     "is_context_overflow": "ctxtrim.overflow",
     "retry_on_overflow": "ctxtrim.overflow",
+    "SessionInfo": "ctxtrim.store",
+    "TrimReport": "ctxtrim.strategies",
+    "Violation": "ctxtrim.validate",
 }
 
 

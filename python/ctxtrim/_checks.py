@@ -11,7 +11,6 @@ on the happy path; the detailed diagnosis (:func:`_json_problem`) only runs on f
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import msgspec
@@ -180,14 +179,17 @@ def _prefixed(err: InvalidMessage, prefix: str) -> InvalidMessage:
 
 
 # msgspec says "<reason> - at `$.a[0].b`", or "- at `key` in `$.meta`" for a bad dict key.
-_AT_RE = re.compile(r" - at (`key` in )?`\$(.*)`\Z", re.S)
-_MISSING_RE = re.compile(r"Object missing required field `(.*)`\Z", re.S)
+# The patterns are compiled on the first error (by ``re``'s cache), not at import.
+_AT = r" - at (`key` in )?`\$(.*)`\Z"
+_MISSING = r"Object missing required field `(.*)`\Z"
 
 
 def _from_msgspec(err: msgspec.ValidationError, root: str) -> InvalidMessage:
     """Translate msgspec's ``... - at `$.content[0].text``` into an :class:`InvalidMessage`."""
+    import re
+
     text = str(err)
-    m = _AT_RE.search(text)
+    m = re.search(_AT, text, re.S)
     location = m.group(2) if m else ""
     reason = text[: m.start()] if m else text
     if m and m.group(1):
@@ -197,7 +199,7 @@ def _from_msgspec(err: msgspec.ValidationError, root: str) -> InvalidMessage:
     if isinstance(cause, InvalidMessage):  # raised by a __post_init__ at ``location``
         reason, sub = cause.reason, cause.path
     else:
-        missing = _MISSING_RE.match(reason)
+        missing = re.match(_MISSING, reason, re.S)
         if missing:
             sub = missing.group(1)
     path = (root + location).removeprefix(".")

@@ -13,13 +13,9 @@ docs/design.md, "Clipping text", for why it is not hand-written rules or a Pytho
 
 from __future__ import annotations
 
-import re
-
 from ctxtrim import _core
 
 __all__ = ["clip_text"]
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clip_text(text: str, max_chars: int, marker: str = "") -> str:
@@ -44,5 +40,7 @@ def clip_text(text: str, max_chars: int, marker: str = "") -> str:
     except UnicodeEncodeError:
         # Lone surrogates cannot cross into Rust as UTF-8. U+FFFD is one code point with
         # the grapheme properties UAX #29 gives an unpaired surrogate, so the cut is the same.
-        end = _core.grapheme_floor(_SURROGATE.sub("\ufffd", head), limit)
+        import re  # here: only a text with a lone surrogate needs it
+
+        end = _core.grapheme_floor(re.sub("[\ud800-\udfff]", "\ufffd", head), limit)
     return text[:end] + marker

@@ -25,9 +25,7 @@ Invariants:
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import re
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ctxtrim.errors import FormatError, InvalidMessage
@@ -150,6 +148,8 @@ class Payload:
         dropped = self.entries(report.dropped)
         changed = self.entries(report.changed)
         after = before if out is self.messages else sum(self._entries(m) for m in out)
+        import dataclasses  # here: ``import ctxtrim`` loads no dataclasses (ctxtrim._records)
+
         return dataclasses.replace(
             report,
             messages_before=before,
@@ -164,8 +164,11 @@ class Payload:
     def violation(self, v: Violation) -> Violation:
         """``v`` with its indices, and the message numbers its description names, counting
         entries."""
-        description = _MESSAGE_NUMBER.sub(
-            lambda m: f"message {self.entry(int(m[1]))}", v.description
+        import dataclasses
+        import re  # here, with the above: only a payload's violations need them
+
+        description = re.sub(
+            r"\bmessage (\d+)\b", lambda m: f"message {self.entry(int(m[1]))}", v.description
         )
         return dataclasses.replace(
             v,
@@ -173,6 +176,3 @@ class Payload:
             related_index=None if v.related_index is None else self.entry(v.related_index),
             description=description,
         )
-
-
-_MESSAGE_NUMBER = re.compile(r"\bmessage (\d+)\b")

@@ -62,7 +62,6 @@ it can be ``gc=False`` too.
 
 from __future__ import annotations
 
-import re
 import types
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
@@ -123,7 +122,6 @@ __all__ = [
 Role: TypeAlias = Literal["system", "user", "assistant"]
 
 _ROLES = frozenset({"system", "user", "assistant"})
-_TURN_RE = re.compile(r"[ua][0-9]+")
 _U32_MAX = 2**32 - 1
 
 
@@ -490,7 +488,12 @@ class Message(_MessageOptions, frozen=True):
         if turn is not None:
             if not isinstance(turn, str):
                 raise InvalidMessage(f"expected str, got {_tname(turn)}", "turn")
-            if not _TURN_RE.fullmatch(turn) or int(turn[1:]) > _U32_MAX:
+            number = turn[1:]  # `[ua][0-9]+`, tested without compiling a regex at import
+            if (
+                turn[:1] not in ("u", "a")
+                or not (number.isascii() and number.isdigit())
+                or int(number) > _U32_MAX
+            ):
                 raise InvalidMessage(
                     f"invalid turn id {turn!r}; expected 'u<number>' or 'a<number>'", "turn"
                 )
@@ -614,7 +617,8 @@ class Message(_MessageOptions, frozen=True):
     def decode(cls, data: bytes | bytearray | memoryview | str) -> Message:
         """Parse and validate one message from JSON."""
         try:
-            return _MESSAGE_DECODER.decode(data)
+            message: Message = _decoder(False).decode(data)
+            return message
         except msgspec.ValidationError as e:
             raise _with_format_hint(_from_msgspec(e, ""), _JSON_DECODE(data)) from None
         except msgspec.DecodeError as e:
@@ -654,8 +658,16 @@ def _with_format_hint(err: InvalidMessage, data: object) -> InvalidMessage:
 
 
 _ENCODER = msgspec.json.Encoder()
-_MESSAGE_DECODER = msgspec.json.Decoder(Message)
-_MESSAGES_DECODER = msgspec.json.Decoder(list[Message])
+#: The decoders of one message (``False``) and of a list (``True``), made on first use: a
+#: decoder compiles its type's layout, which a process that decodes no JSON never needs.
+_DECODERS: dict[bool, msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(many: bool) -> msgspec.json.Decoder[Any]:
+    decoder = _DECODERS.get(many)
+    if decoder is None:
+        decoder = _DECODERS[many] = msgspec.json.Decoder(list[Message] if many else Message)
+    return decoder
 
 
 def encode_messages(messages: Iterable[Message]) -> bytes:
@@ -670,7 +682,8 @@ def encode_messages(messages: Iterable[Message]) -> bytes:
 def decode_messages(data: bytes | bytearray | memoryview | str) -> list[Message]:
     """Parse and validate a JSON array of messages (paths are ``messages[i]...``)."""
     try:
-        return _MESSAGES_DECODER.decode(data)
+        messages: list[Message] = _decoder(True).decode(data)
+        return messages
     except msgspec.ValidationError as e:
         raise _from_msgspec(e, "messages") from None
     except msgspec.DecodeError as e:

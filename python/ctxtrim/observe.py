@@ -25,7 +25,9 @@ logging is already loaded the logger is made and hooked at import, as before; ot
 :data:`logger` or :func:`add_listener`) makes and hooks the logger, then says what is true.
 Nobody can have configured the ``ctxtrim.trim`` logger before logging was imported, and any
 change after the hook clears the cache it watches, so the flag is never wrong once a call
-has read it; the price is that first call's report pass, once a process.
+has read it. A call that finds the flag set asks :func:`watching`, which makes the logger
+first if it is not made yet, so the first call of an unwatched process runs unwatched too
+(no report, and no :class:`TrimEvent`, whose dataclass is made on first use).
 """
 
 from __future__ import annotations
@@ -33,28 +35,20 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import logging
 
+    # ``TrimEvent`` is a dataclass defined in ``ctxtrim._records`` (``import ctxtrim`` loads
+    # no dataclasses), resolved on first use by the module ``__getattr__``.
+    from ctxtrim._records import TrimEvent as TrimEvent
+    from ctxtrim._records import TrimReport
     from ctxtrim.compaction import CompactionEvent
-    from ctxtrim.strategies import TrimReport
 
     logger: logging.Logger
 
 __all__ = ["TrimEvent", "add_listener", "logger", "state"]
-
-
-@dataclass(frozen=True, slots=True)
-class TrimEvent:
-    """One strategy call: its :class:`~ctxtrim.TrimReport`, when it started (``time.time_ns``)
-    and how long it took, in nanoseconds."""
-
-    report: TrimReport
-    start_ns: int
-    duration_ns: int
 
 
 Listener = Callable[["TrimEvent | CompactionEvent"], Any]
@@ -111,11 +105,24 @@ class _LevelCache(dict[int, bool]):
 def __getattr__(name: str) -> Any:
     if name == "logger":
         return _logger()
+    if name == "TrimEvent":
+        from ctxtrim._records import TrimEvent
+
+        globals()[name] = TrimEvent  # later lookups find it directly
+        return TrimEvent
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if "logging" in sys.modules:  # loaded anyway: hook now, and the flag is right from the start
     _logger()
+
+
+def watching() -> bool:
+    """Whether anyone watches, the logger made and hooked first if it is not yet: what a call
+    that finds :data:`state` set asks before it pays for a report."""
+    if not _made:
+        _logger()
+    return state.watching
 
 
 def add_listener(listener: Listener) -> Callable[[], None]:
@@ -137,6 +144,8 @@ def watched(call: Callable[[], tuple[Any, TrimReport]]) -> tuple[Any, TrimReport
     start = time.time_ns()
     began = time.perf_counter_ns()
     out, report = call()
+    from ctxtrim._records import TrimEvent
+
     event = TrimEvent(report, start, time.perf_counter_ns() - began)
     if log.isEnabledFor(_DEBUG):
         log.debug("%s", _line(event))

@@ -40,16 +40,21 @@ of a pair the table does not know, so the readers refuse it, naming the type.
 
 from __future__ import annotations
 
-import binascii
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _core
 
 if TYPE_CHECKING:
+    # ``Spec`` is a dataclass defined in ``ctxtrim._records`` (``import ctxtrim`` loads no
+    # dataclasses); it and the tables of its rows are made on first use (``_specs``).
+    from ._records import Spec as Spec
     from .messages import ProviderBlock
+
+    #: The tables, by format and wire type.
+    SPECS: Mapping[str, Mapping[str, Spec]]
+    #: A type with no row, and no id field: content of the message it arrived in.
+    UNKNOWN: Spec
 
 __all__ = [
     "FORMATS",
@@ -77,157 +82,6 @@ Level = Literal["part", "item", "tool_call", "field", "message"]
 Price = Literal["json", "image", "document", "media", "none"]
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """One row: what ctxtrim knows of a provider block or item (see the module docstring)."""
-
-    side: Side
-    pair: Pair = ""
-    id_key: str = ""
-    level: Level = "part"
-    price: Price = "json"
-    opaque: tuple[str, ...] = ()
-    compaction: bool = False
-    partner: str = ""
-
-
-_S = Spec
-
-# Anthropic: every block is a content block of a message. Server-side tools and MCP answer in
-# the same assistant message as their call.
-_ANTHROPIC: dict[str, Spec] = {
-    "image": _S("user", price="image"),  # kept verbatim for url and file sources
-    "document": _S("user", price="document"),
-    "search_result": _S("user"),
-    # in a tool_result's content: a tool the result makes available, a browser's state
-    "tool_reference": _S("user"),
-    "browser_state": _S("user"),
-    "container_upload": _S("user"),
-    "tool_addition": _S("any"),
-    "tool_removal": _S("any"),
-    # server_tool_use's result type depends on the tool (its ``name``): no one partner.
-    "server_tool_use": _S("assistant", "call", "id"),
-    "mcp_tool_use": _S("assistant", "call", "id", partner="mcp_tool_result"),
-    **{
-        result: _S("assistant", "result", "tool_use_id", partner="server_tool_use")
-        for result in (
-            "web_fetch_tool_result",
-            "advisor_tool_result",
-            "code_execution_tool_result",
-            "bash_code_execution_tool_result",
-            "text_editor_code_execution_tool_result",
-            "tool_search_tool_result",
-        )
-    },
-    # Its results carry encrypted page content the model reads only through citations.
-    "web_search_tool_result": _S(
-        "assistant", "result", "tool_use_id", opaque=("content",), partner="server_tool_use"
-    ),
-    "mcp_tool_result": _S("assistant", "result", "tool_use_id", partner="mcp_tool_use"),
-    "mcp_tool_listing": _S("assistant"),
-    "fallback": _S("assistant", price="none"),
-    "compaction": _S("assistant", opaque=("encrypted_content", "signature"), compaction=True),
-}
-
-# OpenAI Responses: conversation items (``level="item"``) and message content parts. Hosted
-# tools whose item holds its own result (web search, file search, code interpreter, image
-# generation, MCP calls and listings) pair with nothing.
-_ITEM: Level = "item"
-_RESPONSES: dict[str, Spec] = {
-    # content parts of a message or a function_call_output
-    "input_image": _S("user", price="image"),  # kept verbatim for URLs and file ids
-    "input_file": _S("user", price="document"),
-    "input_audio": _S("user", opaque=("data",)),
-    "refusal": _S("assistant"),
-    # items the model produced
-    "web_search_call": _S("assistant", level=_ITEM),
-    "file_search_call": _S("assistant", level=_ITEM),
-    "code_interpreter_call": _S("assistant", level=_ITEM),
-    "image_generation_call": _S("assistant", level=_ITEM, price="image", opaque=("result",)),
-    "mcp_call": _S("assistant", level=_ITEM),
-    "mcp_list_tools": _S("assistant", level=_ITEM),
-    "item_reference": _S("assistant", level=_ITEM, price="none"),
-    "compaction": _S("assistant", level=_ITEM, opaque=("encrypted_content",), compaction=True),
-    # client-side tool calls and what the client sends back, both by their ``call_id``
-    **{
-        row_type: row
-        for call, output in (
-            ("computer_call", "computer_call_output"),
-            ("local_shell_call", "local_shell_call_output"),
-            ("shell_call", "shell_call_output"),
-            ("apply_patch_call", "apply_patch_call_output"),
-            ("custom_tool_call", "custom_tool_call_output"),
-            ("program", "program_output"),
-            ("tool_search_call", "tool_search_output"),
-        )
-        for row_type, row in (
-            (call, _S("assistant", "call", "call_id", _ITEM, partner=output)),
-            (output, _S("user", "result", "call_id", _ITEM, partner=call)),
-        )
-    },
-    # ... but for these: a screenshot is an image; local_shell_call_output's ``id`` is the
-    # call's ``call_id`` (the SDK says so).
-    "computer_call_output": _S(
-        "user", "result", "call_id", _ITEM, "image", opaque=("output",), partner="computer_call"
-    ),
-    "local_shell_call_output": _S("user", "result", "id", _ITEM, partner="local_shell_call"),
-    "mcp_approval_request": _S("assistant", "call", "id", _ITEM, partner="mcp_approval_response"),
-    "mcp_approval_response": _S(
-        "user", "result", "approval_request_id", _ITEM, partner="mcp_approval_request"
-    ),
-    "compaction_trigger": _S("user", level=_ITEM, price="none"),
-    # developer directives
-    "additional_tools": _S("system", level=_ITEM),
-    "configuration_update": _S("system", level=_ITEM, price="none"),
-}
-
-# OpenAI Chat Completions: content parts, custom tool calls, and the legacy function calling
-# (no ids on the wire: the reader gives each call and its answer one ``pair_id``).
-_CHAT: dict[str, Spec] = {
-    "image_url": _S("user", price="image"),  # kept verbatim for http(s) URLs
-    "input_audio": _S("user", opaque=("input_audio",)),
-    "file": _S("user", price="document"),
-    "refusal": _S("assistant"),
-    "custom": _S("assistant", "call", "id", "tool_call"),
-    "function_call": _S("assistant", "call", level="field", partner="function"),
-    "function": _S("user", "result", level="message", partner="function_call"),
-}
-
-# Gemini: a part has no ``type``; its wire type is the field that holds its data
-# (``file_data``, ``executable_code``...), in snake_case whichever spelling it came in (see
-# ``wire_type``). ``text``, ``function_call``, ``function_response``, ``thought`` text and
-# inline images are modelled; a row covers the rest, and every field of the SDK's ``Part``
-# standing alone. Code execution and server-side tools answer in the same model content as
-# their call, by their nested ``id`` or, without one, by position (the reader's ``pair_id``).
-# Thought signatures are opaque wherever they ride.
-_SIG = ("thought_signature", "thoughtSignature")
-_GEMINI: dict[str, Spec] = {
-    "inline_data": _S("any", price="media"),  # audio, video, PDF...; images not in base64
-    "file_data": _S("any", price="media"),
-    "executable_code": _S("assistant", "call", opaque=_SIG, partner="code_execution_result"),
-    "code_execution_result": _S("assistant", "result", opaque=_SIG, partner="executable_code"),
-    "tool_call": _S("assistant", "call", opaque=_SIG, partner="tool_response"),
-    "tool_response": _S("assistant", "result", opaque=_SIG, partner="tool_call"),
-    # a thought in a user content (not a ReasoningBlock there), metadata standing alone
-    **{
-        field: _S("any", opaque=_SIG)
-        for field in (
-            "text",
-            "thought",
-            "video_metadata",
-            "media_resolution",
-            "part_metadata",
-            "audio_transcription",
-            "media_processing",
-            "speech_metadata",
-            "document_metadata",
-            "spreadsheet_metadata",
-            "audio_metadata",
-        )
-    },
-    "thought_signature": _S("any", price="none"),
-}
-
 #: The fields of a Gemini part that hold its data, first found first: its wire type.
 GEMINI_DATA_FIELDS = (
     "function_call",
@@ -240,21 +94,180 @@ GEMINI_DATA_FIELDS = (
     "file_data",
     "text",
 )
-_CAMEL = re.compile(r"(?<!^)([A-Z])")
-
-#: The tables, by format and wire type.
-SPECS: Mapping[str, Mapping[str, Spec]] = {
-    "anthropic": _ANTHROPIC,
-    "openai_responses": _RESPONSES,
-    "openai_chat": _CHAT,
-    "gemini": _GEMINI,
-}
 
 #: The keys that may hold a pairing id, for a type with no row (see the module docstring).
 ID_KEYS = ("id", "call_id", "tool_use_id", "tool_call_id", "approval_request_id")
 
-#: A type with no row, and no id field: content of the message it arrived in.
-UNKNOWN = Spec("any")
+#: ``SPECS``, filled on first use (by ``_specs``): the rows are dataclasses, and a process
+#: that reads no provider block never makes them.
+_SPECS: dict[str, Mapping[str, Spec]] = {}
+
+
+def _specs() -> dict[str, Mapping[str, Spec]]:
+    """:data:`SPECS`, made on the first call; ``SPECS``, ``UNKNOWN`` and ``Spec`` are plain
+    module attributes from then on."""
+    if _SPECS:
+        return _SPECS
+    from ._records import Spec
+
+    tables = _rows(Spec)
+    # The attributes first, the table last: a thread that finds ``_SPECS`` filled finds them.
+    globals().update(Spec=Spec, UNKNOWN=Spec("any"), SPECS=_SPECS)
+    _SPECS.update(tables)
+    return _SPECS
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("SPECS", "UNKNOWN", "Spec"):
+        _specs()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _rows(_S: type[Spec]) -> dict[str, dict[str, Spec]]:
+    """The tables' rows, by format and wire type."""
+    # Anthropic: every block is a content block of a message. Server-side tools and MCP answer in
+    # the same assistant message as their call.
+    _ANTHROPIC: dict[str, Spec] = {
+        "image": _S("user", price="image"),  # kept verbatim for url and file sources
+        "document": _S("user", price="document"),
+        "search_result": _S("user"),
+        # in a tool_result's content: a tool the result makes available, a browser's state
+        "tool_reference": _S("user"),
+        "browser_state": _S("user"),
+        "container_upload": _S("user"),
+        "tool_addition": _S("any"),
+        "tool_removal": _S("any"),
+        # server_tool_use's result type depends on the tool (its ``name``): no one partner.
+        "server_tool_use": _S("assistant", "call", "id"),
+        "mcp_tool_use": _S("assistant", "call", "id", partner="mcp_tool_result"),
+        **{
+            result: _S("assistant", "result", "tool_use_id", partner="server_tool_use")
+            for result in (
+                "web_fetch_tool_result",
+                "advisor_tool_result",
+                "code_execution_tool_result",
+                "bash_code_execution_tool_result",
+                "text_editor_code_execution_tool_result",
+                "tool_search_tool_result",
+            )
+        },
+        # Its results carry encrypted page content the model reads only through citations.
+        "web_search_tool_result": _S(
+            "assistant", "result", "tool_use_id", opaque=("content",), partner="server_tool_use"
+        ),
+        "mcp_tool_result": _S("assistant", "result", "tool_use_id", partner="mcp_tool_use"),
+        "mcp_tool_listing": _S("assistant"),
+        "fallback": _S("assistant", price="none"),
+        "compaction": _S("assistant", opaque=("encrypted_content", "signature"), compaction=True),
+    }
+
+    # OpenAI Responses: conversation items (``level="item"``) and message content parts. Hosted
+    # tools whose item holds its own result (web search, file search, code interpreter, image
+    # generation, MCP calls and listings) pair with nothing.
+    _ITEM: Level = "item"
+    _RESPONSES: dict[str, Spec] = {
+        # content parts of a message or a function_call_output
+        "input_image": _S("user", price="image"),  # kept verbatim for URLs and file ids
+        "input_file": _S("user", price="document"),
+        "input_audio": _S("user", opaque=("data",)),
+        "refusal": _S("assistant"),
+        # items the model produced
+        "web_search_call": _S("assistant", level=_ITEM),
+        "file_search_call": _S("assistant", level=_ITEM),
+        "code_interpreter_call": _S("assistant", level=_ITEM),
+        "image_generation_call": _S("assistant", level=_ITEM, price="image", opaque=("result",)),
+        "mcp_call": _S("assistant", level=_ITEM),
+        "mcp_list_tools": _S("assistant", level=_ITEM),
+        "item_reference": _S("assistant", level=_ITEM, price="none"),
+        "compaction": _S("assistant", level=_ITEM, opaque=("encrypted_content",), compaction=True),
+        # client-side tool calls and what the client sends back, both by their ``call_id``
+        **{
+            row_type: row
+            for call, output in (
+                ("computer_call", "computer_call_output"),
+                ("local_shell_call", "local_shell_call_output"),
+                ("shell_call", "shell_call_output"),
+                ("apply_patch_call", "apply_patch_call_output"),
+                ("custom_tool_call", "custom_tool_call_output"),
+                ("program", "program_output"),
+                ("tool_search_call", "tool_search_output"),
+            )
+            for row_type, row in (
+                (call, _S("assistant", "call", "call_id", _ITEM, partner=output)),
+                (output, _S("user", "result", "call_id", _ITEM, partner=call)),
+            )
+        },
+        # ... but for these: a screenshot is an image; local_shell_call_output's ``id`` is the
+        # call's ``call_id`` (the SDK says so).
+        "computer_call_output": _S(
+            "user", "result", "call_id", _ITEM, "image", opaque=("output",), partner="computer_call"
+        ),
+        "local_shell_call_output": _S("user", "result", "id", _ITEM, partner="local_shell_call"),
+        "mcp_approval_request": _S(
+            "assistant", "call", "id", _ITEM, partner="mcp_approval_response"
+        ),
+        "mcp_approval_response": _S(
+            "user", "result", "approval_request_id", _ITEM, partner="mcp_approval_request"
+        ),
+        "compaction_trigger": _S("user", level=_ITEM, price="none"),
+        # developer directives
+        "additional_tools": _S("system", level=_ITEM),
+        "configuration_update": _S("system", level=_ITEM, price="none"),
+    }
+
+    # OpenAI Chat Completions: content parts, custom tool calls, and the legacy function calling
+    # (no ids on the wire: the reader gives each call and its answer one ``pair_id``).
+    _CHAT: dict[str, Spec] = {
+        "image_url": _S("user", price="image"),  # kept verbatim for http(s) URLs
+        "input_audio": _S("user", opaque=("input_audio",)),
+        "file": _S("user", price="document"),
+        "refusal": _S("assistant"),
+        "custom": _S("assistant", "call", "id", "tool_call"),
+        "function_call": _S("assistant", "call", level="field", partner="function"),
+        "function": _S("user", "result", level="message", partner="function_call"),
+    }
+
+    # Gemini: a part has no ``type``; its wire type is the field that holds its data
+    # (``file_data``, ``executable_code``...), in snake_case whichever spelling it came in (see
+    # ``wire_type``). ``text``, ``function_call``, ``function_response``, ``thought`` text and
+    # inline images are modelled; a row covers the rest, and every field of the SDK's ``Part``
+    # standing alone. Code execution and server-side tools answer in the same model content as
+    # their call, by their nested ``id`` or, without one, by position (the reader's ``pair_id``).
+    # Thought signatures are opaque wherever they ride.
+    _SIG = ("thought_signature", "thoughtSignature")
+    _GEMINI: dict[str, Spec] = {
+        "inline_data": _S("any", price="media"),  # audio, video, PDF...; images not in base64
+        "file_data": _S("any", price="media"),
+        "executable_code": _S("assistant", "call", opaque=_SIG, partner="code_execution_result"),
+        "code_execution_result": _S("assistant", "result", opaque=_SIG, partner="executable_code"),
+        "tool_call": _S("assistant", "call", opaque=_SIG, partner="tool_response"),
+        "tool_response": _S("assistant", "result", opaque=_SIG, partner="tool_call"),
+        # a thought in a user content (not a ReasoningBlock there), metadata standing alone
+        **{
+            field: _S("any", opaque=_SIG)
+            for field in (
+                "text",
+                "thought",
+                "video_metadata",
+                "media_resolution",
+                "part_metadata",
+                "audio_transcription",
+                "media_processing",
+                "speech_metadata",
+                "document_metadata",
+                "spreadsheet_metadata",
+                "audio_metadata",
+            )
+        },
+        "thought_signature": _S("any", price="none"),
+    }
+    return {
+        "anthropic": _ANTHROPIC,
+        "openai_responses": _RESPONSES,
+        "openai_chat": _CHAT,
+        "gemini": _GEMINI,
+    }
 
 
 def wire_type(format: str, data: Mapping[str, Any]) -> str:
@@ -279,11 +292,19 @@ def wire_type(format: str, data: Mapping[str, Any]) -> str:
 def _gemini_wire_type(data: Mapping[str, Any]) -> str:
     """A Gemini part's data field (:data:`GEMINI_DATA_FIELDS`), else its first field, in
     snake_case."""
-    keys = [k if "_" in k or k.islower() else _CAMEL.sub(r"_\1", k).lower() for k in data]
+    keys = [k if "_" in k or k.islower() else _snake_case(k) for k in data]
     for field in GEMINI_DATA_FIELDS:
         if field in keys:
             return field
     return keys[0] if keys else ""
+
+
+def _snake_case(key: str) -> str:
+    """``inlineData`` -> ``inline_data``: an underscore before each ASCII capital but a
+    leading one, then lower case."""
+    import re  # here: only a camelCase Gemini part needs it
+
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
 
 
 def misplaced(block: ProviderBlock, role: str) -> str | None:
@@ -297,7 +318,7 @@ def misplaced(block: ProviderBlock, role: str) -> str | None:
 def spec_of(format: str, data: Mapping[str, Any]) -> Spec | None:
     """The row of ``data``; :data:`UNKNOWN` for a type with no row and no id field; None for
     a type with no row that has one (it may pair: refused)."""
-    spec = SPECS[format].get(wire_type(format, data))
+    spec = (_SPECS or _specs())[format].get(wire_type(format, data))
     if spec is not None:
         return spec
     if any(key in data for key in ID_KEYS):
@@ -306,14 +327,20 @@ def spec_of(format: str, data: Mapping[str, Any]) -> Spec | None:
         isinstance(v, Mapping) and any(key in v for key in ID_KEYS) for v in data.values()
     ):
         return None
-    return UNKNOWN
+    return UNKNOWN  # noqa: F821 (a module attribute since `_specs` ran, above)
 
 
 #: The price of a document whose size cannot be read (behind a URL or a file id): five PDF
 #: pages. Too high trims a little early; too low sends a request the provider refuses.
 UNKNOWN_DOCUMENT_TOKENS = 5 * PDF_PAGE_TOKENS
 
-_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
+
+def _pdf_tokens(raw: bytes) -> int:
+    """A PDF's price: its pages (``/Type /Page`` objects, not the ``/Pages`` tree), at least
+    one, at :data:`PDF_PAGE_TOKENS` each."""
+    import re  # here: only an inline PDF needs it
+
+    return max(1, len(re.findall(rb"/Type\s*/Page(?!s)", raw))) * PDF_PAGE_TOKENS
 
 
 def facts(block: ProviderBlock) -> tuple[str | None, str | None, bool, bool, str, int, int]:
@@ -367,10 +394,10 @@ def _document(format: str, data: Mapping[str, Any]) -> tuple[str, int]:
     _, comma, encoded = payload.rpartition(",")  # a data URL, or bare base64
     try:
         raw = base64.b64decode(encoded if comma else payload, validate=False)
-    except (binascii.Error, ValueError):
+    except ValueError:  # binascii.Error is one
         return "", UNKNOWN_DOCUMENT_TOKENS
     if raw.startswith(b"%PDF"):
-        return "", max(1, len(_PAGE.findall(raw))) * PDF_PAGE_TOKENS
+        return "", _pdf_tokens(raw)
     try:
         return raw.decode("utf-8"), 0  # a text file sent inline
     except UnicodeDecodeError:
@@ -396,10 +423,10 @@ def _media(data: Mapping[str, Any]) -> tuple[str, int, int]:
 
         try:
             raw = base64.b64decode(payload.replace("-", "+").replace("_", "/"), validate=False)
-        except (binascii.Error, ValueError):
+        except ValueError:  # binascii.Error is one
             return "", UNKNOWN_DOCUMENT_TOKENS, 0
         if raw.startswith(b"%PDF"):
-            return "", max(1, len(_PAGE.findall(raw))) * PDF_PAGE_TOKENS, 0
+            return "", _pdf_tokens(raw), 0
         try:
             return raw.decode("utf-8"), 0, 0
         except UnicodeDecodeError:

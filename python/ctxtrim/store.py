@@ -33,9 +33,8 @@ from __future__ import annotations
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -51,6 +50,11 @@ from ctxtrim.errors import (
 from ctxtrim.messages import Message, TextBlock, ToolResultBlock
 from ctxtrim.tokens import TokenCounter
 
+if TYPE_CHECKING:
+    # ``SessionInfo`` is a dataclass defined in ``ctxtrim._records`` (``import ctxtrim`` loads
+    # no dataclasses), resolved on first use by the module ``__getattr__``.
+    from ctxtrim._records import SessionInfo as SessionInfo
+
 __all__ = ["ContextStore", "HistorySnapshot", "MemoryContextStore", "SessionInfo"]
 
 _S = TypeVar("_S", bound="ContextStore")
@@ -59,18 +63,6 @@ _PREVIEW_CHARS = 80
 #: rewrite (a compaction, a clear) wins the race before giving up with the
 #: :class:`~ctxtrim.errors.StaleGenerationError`.
 _REWRITE_ATTEMPTS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """One stored session, as ``list_sessions`` reports it."""
-
-    session_id: str
-    message_count: int
-    preview: str
-    created_at: str
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 class HistorySnapshot(NamedTuple):
@@ -366,6 +358,8 @@ class ContextStore(ABC):
 
     async def list_sessions(self) -> list[SessionInfo]:
         """Sessions this store can see; the fallback reports only its own."""
+        from ctxtrim._records import SessionInfo
+
         history = await self.get_history()
         input_tokens, output_tokens = await self.get_context_tokens()
         return [
@@ -572,6 +566,8 @@ class MemoryContextStore(ContextStore):
     async def list_sessions(self) -> list[SessionInfo]:
         if self._closed:
             raise _closed()
+        from ctxtrim._records import SessionInfo
+
         return [
             SessionInfo(
                 session_id=self.session_id,
@@ -593,3 +589,12 @@ class MemoryContextStore(ContextStore):
 
     def __repr__(self) -> str:
         return f"MemoryContextStore(session_id={self.session_id!r}, messages={len(self._log)})"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SessionInfo":
+        from ctxtrim._records import SessionInfo
+
+        globals()[name] = SessionInfo  # later lookups find it directly
+        return SessionInfo
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

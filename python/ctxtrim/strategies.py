@@ -26,11 +26,9 @@ the log's index. Every message's facts (tokens, role, tool ids) are read once an
 
 from __future__ import annotations
 
-import bisect
 from abc import ABC
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from ctxtrim import _core
 from ctxtrim import observe as _observe
@@ -40,6 +38,11 @@ from ctxtrim.errors import InvalidMessage, InvalidStrategy
 from ctxtrim.messages import Message
 from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter, as_token_counter, tool_tokens
+
+if TYPE_CHECKING:
+    # Defined in ``ctxtrim._records`` (a dataclass: ``import ctxtrim`` loads no dataclasses)
+    # and resolved on first use by the module ``__getattr__`` at the end.
+    from ctxtrim._records import TrimReport as TrimReport
 
 __all__ = [
     "SKIPPED_META_KEY",
@@ -59,53 +62,6 @@ __all__ = [
 
 #: What a strategy accepts: a history, a log with cached token counts, or a memory store.
 Source: TypeAlias = Sequence[Message] | _core.MessageLog | MemoryContextStore
-
-
-# ============================================================================================
-# Reports
-
-
-@dataclass(frozen=True, slots=True)
-class TrimReport:
-    """What applying a strategy to a history drops or changes (``strategy.describe``).
-
-    ``dropped`` and ``changed`` are input indices (``changed``: kept but rewritten in place,
-    e.g. a clipped tool result); ``dropped_messages`` and ``changed_messages`` are their
-    sizes; ``inserted`` counts messages the strategy made (a placeholder);
-    ``dropped_turns`` counts the real user messages (turn starts) dropped;
-    ``dropped_compacted`` counts the dropped messages that a provider's compaction (an
-    Anthropic ``compaction`` block, a Responses ``compaction`` item) already summarised: those
-    before the newest one, which a trimming window drops first. ``over_budget``
-    is true when a token budget applies and even the minimum a strategy keeps (the pinned
-    head plus the newest round) is over it. ``over_count`` is how many messages a count
-    strategy keeps past its count, besides the pinned head, because no window that keeps
-    fewer is valid: ``KeepLastMessages(n)`` past ``n`` messages (the newest round alone is
-    longer, or a tool call's result reaches back past the cut), ``KeepLastTurns(n)`` /
-    ``TrimRounds(n)`` the messages before the n-th last turn or round (a result in it
-    answers a call made before it). Plain fields, so ``dataclasses.asdict`` gives a
-    JSON-ready dict.
-    """
-
-    strategy: str
-    messages_before: int
-    messages_after: int
-    dropped: tuple[int, ...]
-    changed: tuple[int, ...]
-    dropped_messages: int
-    changed_messages: int
-    inserted: int
-    dropped_turns: int
-    tokens_before: int
-    tokens_after: int
-    budget: int | None = None
-    over_budget: bool = False
-    dropped_compacted: int = 0
-    over_count: int = 0
-
-    @property
-    def unchanged(self) -> bool:
-        """True when applying the strategy returns the input list itself."""
-        return not (self.dropped or self.changed or self.inserted)
 
 
 # ============================================================================================
@@ -178,7 +134,7 @@ class _Input:
 
 # The two private records below are plain slotted classes, not dataclasses: a dataclass
 # is built at import by generating and compiling its methods, which ``import ctxtrim`` paid
-# for records no user sees (the public reports stay dataclasses).
+# for records no user sees (the public reports stay dataclasses, made on first use).
 class _Head:
     """The pinned head: ``ranges`` are always kept; the kept suffix starts at ``floor`` or
     later; ``has_user`` says whether the head already puts a user message first."""
@@ -262,6 +218,8 @@ def _finish(out: _Outcome) -> list[Message]:
 
 
 def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
+    from ctxtrim._records import TrimReport
+
     n = inp.n
     kept = {i for i in out.origin if i is not None}
     dropped = tuple(i for i in range(n) if i not in kept)
@@ -295,7 +253,11 @@ def _report(name: str, inp: _Input, out: _Outcome) -> TrimReport:
 
 def _dropped_before(dropped: tuple[int, ...], end: int | None) -> int:
     """How many of the ``dropped`` indices (ascending) are below ``end`` (none for None)."""
-    return 0 if end is None else bisect.bisect_left(dropped, end)
+    if end is None:
+        return 0
+    import bisect  # here: only a report needs it
+
+    return bisect.bisect_left(dropped, end)
 
 
 # ============================================================================================
@@ -375,7 +337,7 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         With ``report=True``, return ``(messages, report)``: the result and the
         :meth:`describe` report of the same run (the strategy runs once). Watched calls
         (:mod:`ctxtrim.observe`) are logged and told to listeners."""
-        if _observe.state.watching:
+        if _observe.state.watching and _observe.watching():
             out, rep = _observe.watched(lambda: self._apply(source, True, format))
             return (out, rep) if report else out
         return self._apply(source, report, format)
@@ -912,6 +874,11 @@ _MOVED_TO_CLEARING = frozenset(
 
 
 def __getattr__(name: str) -> Any:
+    if name == "TrimReport":
+        from ctxtrim._records import TrimReport
+
+        globals()[name] = TrimReport  # later lookups find it directly
+        return TrimReport
     if name in _MOVED_TO_CLEARING:
         from ctxtrim import clearing
 

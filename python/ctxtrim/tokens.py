@@ -17,9 +17,7 @@ Anthropic's formula). Wherever a table is named (``encoding=``), a model name wo
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -269,6 +267,8 @@ def _bpe_counter(name: str) -> tuple[Callable[[str], int], Callable[[str], int],
     """Two functions counting a text's tokens under the encoding ``name``: one for any
     text, and one for valid UTF-8 only (a message's texts: no lone surrogates); and which
     tokenizer counts (``"ctxtrim"`` or ``"bpe-openai"``)."""
+    import importlib  # here, not at the top: only an exact counter needs it
+
     try:
         with warnings.catch_warnings():  # it reads its data with a deprecated importlib API
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -503,6 +503,8 @@ class AnthropicTokenCounter:
         self.model = model
         self.max_concurrency = max_concurrency
         self.calls = 0
+        import threading  # here: only this counter needs it (its client has loaded it anyway)
+
         self._lock = threading.Lock()
         # This counter's key in a message's kept counts (one key per counter object).
         self._key = f"anthropic:{next(_counter_ids)}"

@@ -20,8 +20,7 @@ not counted as calls or results of the message (the positions the plan gives).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -38,6 +37,11 @@ from ctxtrim.messages import (
     ToolUseBlock,
 )
 
+if TYPE_CHECKING:
+    # ``Violation`` is a dataclass defined in ``ctxtrim._records`` (``import ctxtrim`` loads
+    # no dataclasses), resolved on first use by the module ``__getattr__``.
+    from ctxtrim._records import Violation as Violation
+
 __all__ = [
     "INTERRUPTED_RESULT",
     "MISSING_USER_TURN",
@@ -52,26 +56,6 @@ INTERRUPTED_RESULT = "[no result: the tool call was interrupted]"
 MISSING_USER_TURN = "[conversation continues]"
 
 
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One reason a provider would reject the history.
-
-    ``kind`` is one of ``"orphan_result"``, ``"result_before_call"``, ``"dangling_call"``,
-    ``"duplicate_tool_use_id"``, ``"duplicate_result"``, ``"non_user_first_turn"``;
-    ``index`` is the offending message; ``related_index`` the call (or first occurrence) it
-    relates to, when there is one.
-    """
-
-    kind: str
-    index: int
-    tool_use_id: str | None
-    related_index: int | None
-    description: str
-
-    def __str__(self) -> str:
-        return self.description
-
-
 @overload
 def validate(messages: Sequence[Message]) -> list[Violation]: ...
 @overload
@@ -84,10 +68,16 @@ def validate(
     Provider dicts (a Chat, Responses or Anthropic list or request body) are read as
     ``format`` (detected by default); the violations' indices then count the payload's
     entries (:mod:`ctxtrim.dicts`)."""
-    if is_payload(messages):
-        payload = Payload(messages, format)
-        return [payload.violation(Violation(*row)) for row in _core.validate(payload.messages)]
-    return [Violation(*row) for row in _core.validate(messages)]  # type: ignore[arg-type]
+    payload = Payload(messages, format) if is_payload(messages) else None
+    source = messages if payload is None else payload.messages
+    rows = _core.validate(source)  # type: ignore[arg-type]  # a payload was read above
+    if not rows:
+        return []  # a valid history never makes the Violation class
+    from ctxtrim._records import Violation
+
+    if payload is not None:
+        return [payload.violation(Violation(*row)) for row in rows]
+    return [Violation(*row) for row in rows]
 
 
 @overload
@@ -217,3 +207,12 @@ def _drop_provider_calls(message: Message, unanswered: list[str]) -> tuple[Messa
         content.append(TextBlock(text=MISSING_USER_TURN))
     kept = [id_ for id_ in unanswered if id_ not in dropped]
     return msgspec.structs.replace(message, content=tuple(content)), kept
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Violation":
+        from ctxtrim._records import Violation
+
+        globals()[name] = Violation  # later lookups find it directly
+        return Violation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

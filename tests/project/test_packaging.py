@@ -5,13 +5,18 @@ what the main job needs."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
+import pickle
 import subprocess
 import sys
+import typing
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import ctxtrim
+from ctxtrim import Message
 
 
 def run_module(*args: str) -> subprocess.CompletedProcess[str]:
@@ -64,9 +69,13 @@ def test_a_plain_install_needs_only_msgspec() -> None:
 
 #: What a process that only trims never needs: the stores' and compaction's machinery, the
 #: exact counters' and the converters' modules, the benchmark harness, the in-place
-#: strategies and their trigger specs, logging (made on the first trim, by ctxtrim.observe)
-#: and the standard modules only a rare path uses (JSON of a callable counter, base64 of an
-#: inline document). benches/import_time.py measures what the rest costs.
+#: strategies and their trigger specs, logging (made on the first trim, by ctxtrim.observe;
+#: it brings threading), the public records' dataclasses (ctxtrim._records: dataclasses
+#: brings inspect, ast, dis and tokenize) and the standard modules only a rare path uses
+#: (JSON of a callable counter, base64 of an inline document, bisect of a report,
+#: importlib.resources of an exact counter). benches/import_time.py measures what the rest
+#: costs. Not listed: what msgspec itself imports (re, and inspect where typing_extensions
+#: is installed).
 HEAVY = (
     "asyncio",
     "sqlite3",
@@ -74,8 +83,14 @@ HEAVY = (
     "ssl",
     "gzip",
     "logging",
+    "threading",
     "json",
     "base64",
+    "binascii",
+    "bisect",
+    "dataclasses",
+    "importlib.resources",
+    "ctxtrim._records",
     "ctxtrim.formats",
     "ctxtrim.bench",
     "ctxtrim.clearing",
@@ -117,9 +132,64 @@ probe()
 """
     )
     assert at_import == []  # nothing heavy at import
-    assert after_trim == ["logging"]  # the first trim makes the ctxtrim.trim logger
+    # The first trim makes the ctxtrim.trim logger (logging brings threading), and runs
+    # unwatched: no report, no dataclass.
+    assert after_trim == ["logging", "threading"]
     assert {"asyncio", "sqlite3", "ctxtrim.compaction"} <= set(after_use)  # on first use
     assert "ctxtrim.bench" not in after_use
+
+
+def test_the_public_records_are_made_on_first_use() -> None:
+    """The records are dataclasses, made by the first call that returns one: a trim and the
+    ``validate`` of a valid history make none, a report does."""
+    after_trim, after_report = loaded_after(
+        """
+from ctxtrim import FitContextWindow, Message, validate
+h = [Message.user("task")] + [Message.assistant(f"r{i}") for i in range(9)]
+FitContextWindow(8)(h)
+assert validate(h) == []
+probe()
+FitContextWindow(8).describe(h)
+probe()
+"""
+    )
+    assert "dataclasses" not in after_trim and "ctxtrim._records" not in after_trim
+    assert {"dataclasses", "ctxtrim._records"} <= set(after_report)
+
+
+async def test_the_public_records_keep_their_modules_and_dataclass_behaviour() -> None:
+    """Made in ``ctxtrim._records``, each record is still the class of the module that
+    documents it (its name, ``repr`` and pickles unchanged) and a dataclass (``asdict`` and
+    ``replace`` are documented on them); a provider row's hints resolve in its module."""
+    from ctxtrim import observe, provider
+
+    history = [Message.user("task")] + [Message.assistant(f"r{i}") for i in range(9)]
+    report = ctxtrim.FitContextWindow(8).describe(history)
+    events: list[object] = []
+    remove = observe.add_listener(events.append)
+    try:
+        ctxtrim.KeepLastMessages(2)(history)
+    finally:
+        remove()
+    (violation,) = ctxtrim.validate([Message.assistant("first")])
+    (session,) = await ctxtrim.MemoryContextStore(history, session_id="s").list_sessions()
+    row = provider.SPECS["anthropic"]["web_search_tool_result"]
+    records: dict[str, Any] = {
+        "ctxtrim.strategies.TrimReport": report,
+        "ctxtrim.observe.TrimEvent": events[0],
+        "ctxtrim.validate.Violation": violation,
+        "ctxtrim.store.SessionInfo": session,
+        "ctxtrim.provider.Spec": row,
+    }
+    for name, record in records.items():
+        cls = type(record)
+        assert f"{cls.__module__}.{cls.__qualname__}" == name
+        assert getattr(sys.modules[cls.__module__], cls.__name__) is cls
+        assert dataclasses.replace(record) == record and dataclasses.is_dataclass(record)
+        assert pickle.loads(pickle.dumps(record)) == record
+    assert dataclasses.asdict(report)["messages_before"] == 10
+    assert provider.UNKNOWN == provider.Spec("any") and row.opaque == ("content",)
+    assert typing.get_type_hints(provider.Spec)["side"] == provider.Side
 
 
 def test_the_command_line_loads_no_benchmark_harness(tmp_path: Path) -> None:
