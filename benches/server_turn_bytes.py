@@ -7,6 +7,9 @@ run, sides sampled in interleaved rounds, best sample of each, µs per turn), pe
 
 - ``json.loads + from_*, store``: the dicts path (``json.loads`` → ``from_*`` →
   ``store.append_many`` → ``FitContextWindow(8000).apply(store)`` → ``to_*_json``);
+- ``dicts out, the SDK's serialisation``: the same turn as most SDK users write it, the
+  window as dicts (``to_*``) serialised as the official SDKs' HTTP client (httpx) does it,
+  ``json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)``;
 - ``from_*_json, store``: the same with the body read from its bytes in the core (for the
   formats that have a bytes reader);
 - ``..., list``: the same two on a plain list (``list.extend``, the strategy called on the
@@ -111,9 +114,17 @@ def _bench(size: int, fmt: Format, repeat: int, number: int) -> dict[str, float]
         plain.extend(fmt.read(json.loads(body())))
         return fmt.write_json(fit_list(plain))
 
+    def sdk_store() -> bytes:
+        drive(store.append_many(fmt.read(json.loads(body()))))
+        payload = fmt.write(fit_store.apply(store))
+        return json.dumps(
+            payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+
     samplers = {
         "json.loads + from_*, store": sampler(dicts_store, number=number),
         "json.loads + from_*, list": sampler(dicts_list, number=number),
+        "dicts out, the SDK's serialisation, store": sampler(sdk_store, number=number),
     }
     if read_json is not None:
 

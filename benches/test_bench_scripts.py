@@ -30,6 +30,7 @@ def test_server_turn_bytes_measures_every_format_and_path() -> None:
     out = _run("server_turn_bytes.py", "--sizes", "200", "--repeat", "1", "--number", "2")
     for fmt in ("OpenAI chat", "Anthropic", "OpenAI Responses"):
         assert f"| {fmt} | 200 | json.loads + from_*, store |" in out
+        assert f"| {fmt} | 200 | dicts out, the SDK's serialisation, store |" in out
         assert f"| {fmt} | 200 | orjson floor (loads new + dumps window) |" in out
     for fmt in ("OpenAI chat", "Anthropic"):  # the formats with a bytes reader
         assert f"| {fmt} | 200 | from_*_json, a new fork of the store |" in out
