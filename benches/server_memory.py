@@ -20,42 +20,25 @@ A script, not a test: the numbers depend on the allocator and the platform (glib
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from entry_memory import _native_bytes  # glibc's heap in use (mallinfo2)
 
 from ctxtrim.bench.paths import SYSTEM, turn_dicts
 
 CASES = ("ctxtrim store", "json.loads dicts", "orjson.loads dicts")
 
 
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena",
-            "ordblks",
-            "smblks",
-            "hblks",
-            "hblkhd",
-            "usmblks",
-            "fsmblks",
-            "uordblks",
-            "fordblks",
-            "keepcost",
-        )
-    ]
-
-
 def _heap() -> int:
     gc.collect()
-    libc = ctypes.CDLL("libc.so.6")
-    libc.mallinfo2.restype = _MallInfo2
-    info = libc.mallinfo2()
-    return int(info.uordblks + info.hblkhd)
+    return _native_bytes()
 
 
 def _measure(case: str, turns: int) -> float:

@@ -320,24 +320,16 @@ pub fn anthropic_render_json<'py>(
             };
             Held::ToolUse(get(intern!(py, "id"))?, get(intern!(py, "name"))?, input)
         } else if ty.is(c.tool_result.bind(py)) {
-            let is_error = get(intern!(py, "is_error"))?;
-            let Ok(is_error) = is_error.cast_exact::<PyBool>() else {
-                return Ok(None);
-            };
             Held::ToolResult(
                 get(intern!(py, "tool_use_id"))?,
                 get(intern!(py, "content"))?,
-                is_error.is_true(),
+                get(intern!(py, "is_error"))?.is_truthy()?, // a checked bool
             )
         } else if ty.is(c.reasoning.bind(py)) {
-            let redacted = get(intern!(py, "redacted"))?;
-            let Ok(redacted) = redacted.cast_exact::<PyBool>() else {
-                return Ok(None);
-            };
             Held::Reasoning(
                 get(intern!(py, "text"))?,
                 get(intern!(py, "signature"))?,
-                redacted.is_true(),
+                get(intern!(py, "redacted"))?.is_truthy()?, // a checked bool
             )
         } else {
             return Ok(None); // images: the general renderer
