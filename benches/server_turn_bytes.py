@@ -9,7 +9,8 @@ run, sides sampled in interleaved rounds, best sample of each, µs per turn), pe
   ``store.append_many`` → ``FitContextWindow(8000).apply(store)`` → ``to_*_json``);
 - ``dicts out, the SDK's serialisation``: the same turn as most SDK users write it, the
   window as dicts (``to_*``) serialised as the official SDKs' HTTP client (httpx) does it,
-  ``json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)``;
+  ``json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)``; and that
+  serialisation of the same window alone, for scale;
 - ``from_*_json, store``: the same with the body read from its bytes in the core (for the
   formats that have a bytes reader);
 - ``..., list``: the same two on a plain list (``list.extend``, the strategy called on the
@@ -121,10 +122,16 @@ def _bench(size: int, fmt: Format, repeat: int, number: int) -> dict[str, float]
             payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False
         ).encode()
 
+    def sdk_alone() -> bytes:
+        return json.dumps(
+            window, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
+
     samplers = {
         "json.loads + from_*, store": sampler(dicts_store, number=number),
         "json.loads + from_*, list": sampler(dicts_list, number=number),
         "dicts out, the SDK's serialisation, store": sampler(sdk_store, number=number),
+        "the SDK's serialisation of the window alone": sampler(sdk_alone, number=number),
     }
     if read_json is not None:
 
