@@ -37,6 +37,7 @@ pub mod cuts;
 pub mod log;
 pub mod meta;
 pub mod queue;
+pub mod responses_json;
 mod search;
 pub mod tail;
 pub mod text;
