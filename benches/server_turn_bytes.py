@@ -1,14 +1,14 @@
-"""The OpenAI-chat server turn on bytes, against orjson's round trip of the same data.
+"""The server turn on bytes, against orjson's round trip of the same data, per format.
 
-Per turn, 4 new Chat Completions messages arrive as one JSON body (~1 KB); the server reads
-them, appends them to the session's history, fits an 8k-token window and writes the
-request's ``messages`` array as JSON bytes. Rows (one run, sides sampled in interleaved
-rounds, best sample of each, µs per turn):
+Per turn, 4 new messages arrive as one JSON body (~1 KB; Chat Completions messages,
+Anthropic messages or Responses input items); the server reads them, appends them to the
+session's history, fits an 8k-token window and writes the request's JSON bytes. Rows (one
+run, sides sampled in interleaved rounds, best sample of each, µs per turn), per format:
 
-- ``json.loads + from_openai_chat, store``: the documented path before bytes were read in
-  the core (``json.loads`` → ``from_openai_chat`` → ``store.append_many`` →
-  ``FitContextWindow(8000).apply(store)`` → ``to_openai_chat_json``);
-- ``from_openai_chat_json, store``: the same with the body read from its bytes in the core;
+- ``json.loads + from_*, store``: the dicts path (``json.loads`` → ``from_*`` →
+  ``store.append_many`` → ``FitContextWindow(8000).apply(store)`` → ``to_*_json``);
+- ``from_*_json, store``: the same with the body read from its bytes in the core (for the
+  formats that have a bytes reader);
 - ``..., list``: the same two on a plain list (``list.extend``, the strategy called on the
   list), the store's own cost being the difference;
 - ``..., a new fork of the store``: the turn on ``await store.fork()`` made just before it
@@ -16,9 +16,10 @@ rounds, best sample of each, µs per turn):
 - ``orjson floor``: ``orjson.loads`` of the body + ``orjson.dumps`` of the same window's
   dicts (no trimming at all), the goal's yardstick.
 
-Run: ``python benches/server_turn_bytes.py [--sizes 1000,100000] [--repeat 9]``. orjson comes
-with the ``bench`` extra (a contender only). ``--profile N`` instead runs N turns of the
-store path at the first size under cProfile and prints the top functions.
+Run: ``python benches/server_turn_bytes.py [--formats chat,anthropic,responses]
+[--sizes 1000,100000] [--repeat 9]``. orjson comes with the ``bench`` extra (a contender
+only). ``--profile N`` instead runs N turns of the Chat store path at the first size under
+cProfile and prints the top functions.
 """
 
 from __future__ import annotations
@@ -29,91 +30,137 @@ import json
 import pstats
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from ctxtrim import FitContextWindow, MemoryContextStore, Message
+from ctxtrim import FitContextWindow, MemoryContextStore, Message, formats
 from ctxtrim.bench.history import BUDGET
 from ctxtrim.bench.paths import SYSTEM, turn_dicts, turn_messages
 from ctxtrim.bench.timing import best_interleaved, drive, sampler
-from ctxtrim.formats import from_openai_chat, to_openai_chat, to_openai_chat_json
-
-try:
-    from ctxtrim.formats import from_openai_chat_json
-except ImportError:  # a build before it: only the dicts path and the floor
-    from_openai_chat_json = None  # type: ignore[assignment]
 
 
-def _setup(size: int) -> tuple[list[Message], Callable[[], bytes]]:
+@dataclass(frozen=True)
+class Format:
+    """A provider format's readers and writers, and a turn's body in it."""
+
+    name: str
+    read: Callable[[Any], list[Message]]
+    read_json: Callable[[bytes], list[Message]] | None
+    write: Callable[[list[Message]], Any]
+    write_json: Callable[[list[Message]], bytes]
+    body: Callable[[int], Any]  # turn i's new messages as the provider's JSON value
+
+
+def _format(name: str) -> Format:
+    if name == "chat":
+        return Format(
+            "OpenAI chat",
+            formats.from_openai_chat,
+            getattr(formats, "from_openai_chat_json", None),
+            formats.to_openai_chat,
+            formats.to_openai_chat_json,
+            turn_dicts,
+        )
+    if name == "anthropic":
+        return Format(
+            "Anthropic",
+            formats.from_anthropic,
+            getattr(formats, "from_anthropic_json", None),
+            formats.to_anthropic,
+            formats.to_anthropic_json,
+            lambda i: formats.to_anthropic(turn_messages(i))["messages"],
+        )
+    if name == "responses":
+        return Format(
+            "OpenAI Responses",
+            formats.from_openai_responses,
+            getattr(formats, "from_openai_responses_json", None),
+            formats.to_openai_responses,
+            formats.to_openai_responses_json,
+            lambda i: formats.to_openai_responses(turn_messages(i)),
+        )
+    raise SystemExit(f"unknown format {name!r}: expected chat, anthropic or responses")
+
+
+def _setup(size: int, fmt: Format) -> tuple[list[Message], Callable[[], bytes]]:
     turns = size // 4
     history = [Message.system(SYSTEM)] + [m for i in range(turns) for m in turn_messages(i)]
-    bodies = [json.dumps(turn_dicts(i)).encode() for i in range(turns, turns + 20_000)]
+    bodies = [json.dumps(fmt.body(i)).encode() for i in range(turns, turns + 20_000)]
     it = iter(bodies)
     return history, it.__next__
 
 
-def _bench(size: int, repeat: int, number: int) -> dict[str, float]:
+def _bench(size: int, fmt: Format, repeat: int, number: int) -> dict[str, float]:
     import orjson
 
-    history, body = _setup(size)
+    history, body = _setup(size, fmt)
     store = drive(MemoryContextStore.from_history(history))
     plain = list(history)
     fit_store, fit_list, fit_fork = (FitContextWindow(BUDGET) for _ in range(3))
     # Every side renders its window once before the clock (a server's steady state).
-    to_openai_chat_json(fit_store.apply(store))
-    to_openai_chat_json(fit_list(plain))
-    window = to_openai_chat(fit_list(plain))
+    fmt.write_json(fit_store.apply(store))
+    fmt.write_json(fit_list(plain))
+    window = fmt.write(fit_list(plain))
+    read_json = fmt.read_json
 
-    def old() -> bytes:
-        drive(store.append_many(from_openai_chat(json.loads(body()))))
-        return to_openai_chat_json(fit_store.apply(store))
+    def dicts_store() -> bytes:
+        drive(store.append_many(fmt.read(json.loads(body()))))
+        return fmt.write_json(fit_store.apply(store))
 
-    def new() -> bytes:
-        drive(store.append_many(from_openai_chat_json(body())))
-        return to_openai_chat_json(fit_store.apply(store))
+    def dicts_list() -> bytes:
+        plain.extend(fmt.read(json.loads(body())))
+        return fmt.write_json(fit_list(plain))
 
-    def forked() -> bytes:
-        # A retry or a branch: the turn on a fork of the session made just before it.
-        branch = drive(store.fork())
-        drive(branch.append_many(from_openai_chat_json(body())))
-        return to_openai_chat_json(fit_fork.apply(branch))
+    samplers = {
+        "json.loads + from_*, store": sampler(dicts_store, number=number),
+        "json.loads + from_*, list": sampler(dicts_list, number=number),
+    }
+    if read_json is not None:
 
-    def listed() -> bytes:
-        plain.extend(from_openai_chat_json(body()))
-        return to_openai_chat_json(fit_list(plain))
+        def bytes_store() -> bytes:
+            drive(store.append_many(read_json(body())))
+            return fmt.write_json(fit_store.apply(store))
 
-    def listed_dicts() -> bytes:
-        plain.extend(from_openai_chat(json.loads(body())))
-        return to_openai_chat_json(fit_list(plain))
+        def bytes_list() -> bytes:
+            plain.extend(read_json(body()))
+            return fmt.write_json(fit_list(plain))
+
+        def forked() -> bytes:
+            # A retry or a branch: the turn on a fork of the session made just before it.
+            branch = drive(store.fork())
+            drive(branch.append_many(read_json(body())))
+            return fmt.write_json(fit_fork.apply(branch))
+
+        samplers["from_*_json, store"] = sampler(bytes_store, number=number)
+        samplers["from_*_json, list"] = sampler(bytes_list, number=number)
+        samplers["from_*_json, a new fork of the store"] = sampler(forked, number=number)
 
     def floor() -> bytes:
         orjson.loads(body())
         return orjson.dumps(window)
 
-    samplers = {
-        "json.loads + from_openai_chat, store": sampler(old, number=number),
-        "json.loads + from_openai_chat, list": sampler(listed_dicts, number=number),
-    }
-    if from_openai_chat_json is not None:
-        samplers["from_openai_chat_json, store"] = sampler(new, number=number)
-        samplers["from_openai_chat_json, list"] = sampler(listed, number=number)
-        samplers["from_openai_chat_json, a new fork of the store"] = sampler(forked, number=number)
-    samplers["orjson floor (loads new + dumps window)"] = sampler(floor, number=number)
+    samplers[FLOOR] = sampler(floor, number=number)
     print(
-        f"# {size:,} messages: window {len(window)} messages, {len(orjson.dumps(window)):,} bytes",
+        f"# {fmt.name}, {size:,} messages: window {len(fit_list(plain))} messages, "
+        f"{len(orjson.dumps(window)):,} bytes",
         file=sys.stderr,
     )
     return best_interleaved(samplers, repeat=repeat)
 
 
+FLOOR = "orjson floor (loads new + dumps window)"
+
+
 def _profile(size: int, turns: int) -> None:
-    history, body = _setup(size)
+    history, body = _setup(size, _format("chat"))
     store = drive(MemoryContextStore.from_history(history))
     fit = FitContextWindow(BUDGET)
-    to_openai_chat_json(fit.apply(store))
+    formats.to_openai_chat_json(fit.apply(store))
 
     def run() -> None:
         for _ in range(turns):
-            drive(store.append_many(from_openai_chat(json.loads(body()))))
-            to_openai_chat_json(fit.apply(store))
+            drive(store.append_many(formats.from_openai_chat_json(body())))
+            formats.to_openai_chat_json(fit.apply(store))
 
     prof = cProfile.Profile()
     prof.runcall(run)
@@ -122,6 +169,7 @@ def _profile(size: int, turns: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--formats", default="chat,anthropic,responses")
     parser.add_argument("--sizes", default="1000,100000")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--number", type=int, default=200)
@@ -131,13 +179,18 @@ def main() -> None:
     if args.profile:
         _profile(sizes[0], args.profile)
         return
-    print("| stored messages | path | µs per turn | / orjson floor |")
-    print("|---|---|---:|---:|")
-    for size in sizes:
-        times = _bench(size, args.repeat, args.number)
-        floor = times["orjson floor (loads new + dumps window)"]
-        for name, seconds in times.items():
-            print(f"| {size:,} | {name} | {seconds * 1e6:.1f} | {seconds / floor:.2f}x |")
+    print("| format | stored messages | path | µs per turn | / orjson floor |")
+    print("|---|---|---|---:|---:|")
+    for name in args.formats.split(","):
+        fmt = _format(name)
+        for size in sizes:
+            times = _bench(size, fmt, args.repeat, args.number)
+            floor = times[FLOOR]
+            for path, seconds in times.items():
+                print(
+                    f"| {fmt.name} | {size:,} | {path} | {seconds * 1e6:.1f} "
+                    f"| {seconds / floor:.2f}x |"
+                )
 
 
 if __name__ == "__main__":

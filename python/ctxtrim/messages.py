@@ -174,11 +174,9 @@ class Usage(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
 #: ints, one key per counter object; see ``ctxtrim.tokens.AnthropicTokenCounter``).
 COUNTS_SLOT = "_ctxtrim_counts"
 
-#: The per-message caches: the facts the core read (``_ctxtrim_facts``), each provider
-#: format's kept rendering (its objects, and their JSON once asked for: ``..._json``) and the
-#: provider counts. Slots, not fields: never encoded, compared, hashed or copied.
-CACHE_SLOTS = (
-    "_ctxtrim_facts",
+#: Each provider format's kept rendering of a message: its objects, and their JSON once asked
+#: for (``..._json``).
+RENDERING_SLOTS = (
     "_ctxtrim_anthropic",
     "_ctxtrim_anthropic_json",
     "_ctxtrim_openai_chat",
@@ -187,8 +185,17 @@ CACHE_SLOTS = (
     "_ctxtrim_openai_responses_json",
     "_ctxtrim_gemini",
     "_ctxtrim_gemini_json",
-    COUNTS_SLOT,
 )
+
+#: The caches a store's trimming releases once its windows have left a message behind: the
+#: facts the core read (``_ctxtrim_facts``; its log keeps its own copy) and the renderings.
+#: Each is made again, the same, if something reads the message again. The provider counts
+#: stay: they may have cost a request.
+RELEASABLE_SLOTS = ("_ctxtrim_facts", *RENDERING_SLOTS)
+
+#: The per-message caches: :data:`RELEASABLE_SLOTS` and the provider counts. Slots, not
+#: fields: never encoded, compared, hashed or copied.
+CACHE_SLOTS = (*RELEASABLE_SLOTS, COUNTS_SLOT)
 
 
 class _Caches:

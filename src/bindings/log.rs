@@ -33,6 +33,7 @@ use super::args;
 use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use super::facts::facts_of;
+use super::slots::release_caches;
 use super::tokens::encoding_of;
 use crate::cuts::MAX_MESSAGES;
 use crate::log::{Item, LogError, MessageLog};
@@ -110,6 +111,11 @@ enum Mirror {
 /// (one that moves back further rebuilds it from there, at the cost of the read itself).
 const MIRROR_SLACK: usize = 2 * MIRROR_FROM;
 
+/// How far behind a window's newest start a message must be before its caches are
+/// released: a window's start moves back a little when newer messages are short, and a
+/// message it reaches again would be rendered again.
+const RELEASE_SLACK: usize = 64;
+
 struct State {
     log: Log,
     /// How texts are priced when messages are indexed.
@@ -117,11 +123,17 @@ struct State {
     /// Accepted but not yet indexed messages, with their exact token counts if given.
     queued: IndexQueue<(Py<PyAny>, Option<u32>)>,
     mirror: Mirror,
+    /// `(generation, n)`: in that generation, the messages before `n` outside a window's
+    /// pinned head have had their caches released (see `PyMessageLog::release`). Shared
+    /// with our read-only copies (their messages are ours, at the same positions), so a
+    /// snapshot taken and trimmed every turn releases only what is new; a fork gets its own.
+    released: Arc<Mutex<(u64, usize)>>,
 }
 
 impl State {
     fn new(log: Log, mirror: Mirror, encoding: Encoding) -> Self {
         Self {
+            released: Arc::new(Mutex::new((log.generation(), 0))),
             log,
             encoding,
             queued: IndexQueue::new(),
@@ -278,6 +290,42 @@ impl PyMessageLog {
         self.indexed(py).clone()
     }
 
+    /// Releases the caches (`ctxtrim.messages.RELEASABLE_SLOTS`: facts, renderings) of the
+    /// messages of `log` (a clone of ours) that a window starting at `start` with the pinned
+    /// `head` ranges left behind, `RELEASE_SLACK` messages back, and that no earlier call
+    /// released: a server keeps each message's request JSON while windows can reach it, not
+    /// for the session's life (the log keeps its own copy of the facts). O(messages left
+    /// behind since the last call). A message a later window reaches again is read and
+    /// rendered again; a rewrite (new generation) starts over.
+    pub fn release(&self, py: Python<'_>, log: &Log, head: &[(usize, usize)], start: usize) {
+        let upto = start.saturating_sub(RELEASE_SLACK);
+        let released = Arc::clone(&self.state(py).released);
+        let from = {
+            let mut released = released.lock();
+            let (generation, done) = *released;
+            let from = if generation == log.generation() {
+                done
+            } else {
+                0
+            };
+            if upto <= from {
+                return;
+            }
+            *released = (log.generation(), upto);
+            from
+        };
+        let mut at = from;
+        for &(a, b) in head.iter().chain(std::iter::once(&(upto, upto))) {
+            let end = a.min(upto);
+            if at < end {
+                for p in log.payloads(at, end) {
+                    release_caches(p.bind(py));
+                }
+            }
+            at = at.max(b);
+        }
+    }
+
     /// A read-only or writable O(1) copy of the current state, sharing the mirror (built
     /// once here if needed, so that repeated snapshots never rebuild one each).
     fn copy(&self, py: Python<'_>, read_only: bool) -> PyResult<Self> {
@@ -287,11 +335,17 @@ impl PyMessageLog {
         if len >= MIRROR_FROM {
             state.readable_mirror(py, len)?;
         }
-        let copy = State::new(
+        let mut copy = State::new(
             state.log.clone(),
             state.shareable_mirror(py),
             state.encoding,
         );
+        // The messages are shared: what was released for them is released for the copy.
+        copy.released = if read_only {
+            Arc::clone(&state.released)
+        } else {
+            Arc::new(Mutex::new(*state.released.lock()))
+        };
         Ok(Self::new_from(copy, read_only))
     }
 

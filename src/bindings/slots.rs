@@ -31,6 +31,9 @@ use super::convert::classes;
 /// The cache slots, by name, with their offsets in a `Message`.
 struct Slots {
     names: Vec<(Py<PyString>, isize)>,
+    /// The offsets of the slots a store's trimming releases
+    /// (`ctxtrim.messages.RELEASABLE_SLOTS`).
+    releasable: Vec<isize>,
 }
 
 static SLOTS: PyOnceLock<Slots> = PyOnceLock::new();
@@ -41,16 +44,21 @@ fn slots(py: Python<'_>) -> PyResult<&Slots> {
         let caches = messages.getattr("_Caches")?.cast_into::<PyType>()?;
         let message = messages.getattr("Message")?.cast_into::<PyType>()?;
         let mut names = Vec::new();
+        let mut releasable = Vec::new();
         if message.is_subclass(&caches)? && !free_threaded(py)? {
             let own = caches.getattr("__dict__")?;
+            let release = messages.getattr("RELEASABLE_SLOTS")?;
             for name in messages.getattr("CACHE_SLOTS")?.try_iter()? {
                 let name = name?.cast_into::<PyString>()?;
                 if let Some(offset) = object_slot_offset(&own.get_item(&name)?)? {
+                    if release.contains(&name)? {
+                        releasable.push(offset);
+                    }
                     names.push((name.unbind(), offset));
                 }
             }
         }
-        Ok(Slots { names })
+        Ok(Slots { names, releasable })
     })
 }
 
@@ -93,6 +101,32 @@ pub(super) unsafe fn field_at(obj: *mut ffi::PyObject, offset: isize) -> *mut *m
     // SAFETY: the caller guarantees `offset` lies inside `obj`'s instance.
     unsafe {
         obj.cast::<u8>().offset(offset).cast::<*mut ffi::PyObject>()
+    }
+}
+
+/// Empties the caches of `obj` that can be made again (`ctxtrim.messages.RELEASABLE_SLOTS`:
+/// its facts and renderings), if it is exactly a `Message`; its provider counts stay.
+/// Nothing on a free-threaded build (where slots are left to Python): they are kept there.
+pub(super) fn release_caches(obj: &Bound<'_, PyAny>) {
+    let py = obj.py();
+    let (Ok(slots), Ok(c)) = (slots(py), classes(py)) else {
+        return;
+    };
+    if !obj.get_type().is(c.message.bind(py)) {
+        return;
+    }
+    for &offset in &slots.releasable {
+        // SAFETY: as in `CacheSlot::set`: the field at `offset` of an exact `Message` is its
+        // `PyObject*` slot (or NULL); with the GIL held no other thread touches it. The
+        // reference it held is released after the slot is emptied.
+        unsafe {
+            let field = field_at(obj.as_ptr(), offset);
+            let old = field.read();
+            if !old.is_null() {
+                field.write(std::ptr::null_mut());
+                ffi::Py_DECREF(old);
+            }
+        }
     }
 }
 

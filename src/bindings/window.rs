@@ -186,7 +186,8 @@ impl PyTail {
 /// queued appends indexed and an O(1) clone of it taken under its lock, the window decided on
 /// the clone with the cached counts, and the kept messages read from the clone's entries, so
 /// the result is the window of the log as it was at the call whatever is written to it
-/// meanwhile (what a snapshot gives, without one). `(kept, over_budget)`.
+/// meanwhile (what a snapshot gives, without one). The caches kept on the messages the
+/// window left behind are released (`PyMessageLog::release`). `(kept, over_budget)`.
 #[pyfunction]
 pub fn cut_log<'py>(
     py: Python<'py>,
@@ -201,8 +202,12 @@ pub fn cut_log<'py>(
         pin_task,
         start_with_user,
     };
-    let log = log.get().indexed_clone(py);
+    let owner = log.get();
+    let log = owner.indexed_clone(py);
     let window = decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()));
+    if let Some((&(start, _), head)) = window.ranges.split_last() {
+        owner.release(py, &log, head, start);
+    }
     let kept = window
         .ranges
         .iter()

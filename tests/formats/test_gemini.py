@@ -217,6 +217,67 @@ def test_an_unanswered_or_unexpected_id_less_response_is_reported_and_repaired()
     to_gemini(fixed)  # still renders
 
 
+def _written_and_read_back(ms: list[Message], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The function responses ``to_gemini(ms)`` writes, after checking that both readers
+    (and the JSON bytes path) give ``ms`` back, meta included."""
+    payload = to_gemini(ms)
+    assert json.loads(to_gemini_json(ms)) == payload
+    for fast in (True, False):
+        monkeypatch.setattr(gemini, "_FAST", fast)
+        assert from_gemini(copy.deepcopy(payload)) == ms
+    return [
+        p["function_response"]
+        for c in payload["contents"]
+        for p in c["parts"]
+        if "function_response" in p
+    ]
+
+
+def test_a_result_written_before_its_call_is_an_orphan_without_a_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Hypothesis found it: the result took its name from the later call, and the reader,
+    # which had not read that call yet, kept the name as the result's own (meta).
+    ms = [
+        Message("user", (ToolResultBlock("0", ""),)),
+        Message("assistant", (ToolUseBlock("0", "0", {}),)),
+    ]
+    assert _written_and_read_back(ms, monkeypatch) == [{"id": "0", "response": {"output": ""}}]
+    assert [v.kind for v in validate(ms)] == ["result_before_call", "dangling_call"]
+    # The call several messages later, after a system instruction (the indexes are the
+    # history's): still an orphan; the other result, after its call, is named.
+    ms = [
+        Message.system("Be terse."),
+        Message.user("go"),
+        Message.assistant("", tool_uses=[("c1", "read", {})]),
+        Message.tool_results([("c2", "early"), ("c1", "file")]),
+        Message.assistant("more"),
+        Message.user("again"),
+        Message.assistant("", tool_uses=[("c2", "grep", {"q": "x"})]),
+    ]
+    assert _written_and_read_back(ms, monkeypatch) == [
+        {"id": "c2", "response": {"output": "early"}},
+        {"id": "c1", "name": "read", "response": {"output": "file"}},
+    ]
+    # An orphan's rendering is not kept: with its call before it, the same message is named.
+    later = [ms[6], ms[3]]
+    assert to_gemini(later)["contents"][1]["parts"][0]["function_response"]["name"] == "grep"
+
+
+def test_a_result_takes_the_name_of_the_call_before_it_not_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ms = [
+        Message.user("go"),
+        Message.assistant("", tool_uses=[("c1", "first", {})]),
+        Message.tool_results([("c1", "out")]),
+        Message.assistant("", tool_uses=[("c1", "second", {})]),
+    ]
+    assert _written_and_read_back(ms, monkeypatch) == [
+        {"id": "c1", "name": "first", "response": {"output": "out"}}
+    ]
+
+
 def test_trimming_keeps_calls_with_responses_and_signatures_with_their_parts() -> None:
     body = session()
     for n in range(30):

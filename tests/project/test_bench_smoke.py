@@ -26,6 +26,9 @@ def table() -> bench.Table:
 
 def test_every_workload_has_a_ctxtrim_measurement(table: bench.Table) -> None:
     for workload in (
+        bench.SERVER_TURN,
+        bench.PLAIN_LIST,
+        bench.SEED_LOOP,
         bench.LOOP,
         bench.PER_TURN,
         bench.APPEND,

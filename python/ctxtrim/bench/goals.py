@@ -31,6 +31,7 @@ from .report import (
     GET_HISTORY,
     LOOP,
     PLAIN_LIST,
+    SEED_LOOP,
     SERVER_TURN,
     SQLITE_APPEND,
     SQLITE_TURN,
@@ -100,9 +101,16 @@ def _path_goals(table: Table) -> list[Goal]:
             seconds(PLAIN_LIST, size, "agentix FitContextWindow"),
             50,
         )
+        at_least(
+            f"agent loop as the seeds write it {size}: ≥ 50× agentix",
+            seconds(SEED_LOOP, size, "ctxtrim MemoryContextStore"),
+            seconds(SEED_LOOP, size, "agentix FitContextWindow"),
+            50,
+        )
     flat("server turn", SERVER_TURN, ours_turn, 1.5)
     flat("server turn on SQLite", SQLITE_TURN, "ctxtrim SQLiteContextStore", 1.5)
     flat("plain list", PLAIN_LIST, "ctxtrim FitContextWindow on a list", 2.0)
+    flat("agent loop as the seeds write it", SEED_LOOP, "ctxtrim MemoryContextStore", 2.0)
     ours = seconds(CONSTRUCT, "4 messages", "ctxtrim Message")
     theirs = seconds(CONSTRUCT, "4 messages", "agentix Message")
     if ours is not None and theirs is not None:

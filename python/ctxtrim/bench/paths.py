@@ -14,6 +14,10 @@ agent loop), and each side goes through its own documented API:
   one event loop, as a server awaits it.
 - **plain list** (``PLAIN_LIST``) — append 4 new ``Message`` objects to a list and call
   ``FitContextWindow(8000)(history)``; agentix the same with its own messages and strategy.
+- **the agent loop as the seeds write it** (``SEED_LOOP``) — the same turn as axio,
+  agent-air and agentix users write it: each message built with ``Message(role, [blocks])``,
+  ``await store.append(message)`` one at a time on a ``MemoryContextStore``, then
+  ``FitContextWindow(8000).apply(store)``; agentix its own loop, as in the plain-list row.
 - **construction** (``CONSTRUCT``) — the 4 messages of an agent round (task text, tool
   call, tool result, answer), ctxtrim against agentix.
 
@@ -34,15 +38,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ctxtrim import FitContextWindow, MemoryContextStore, Message, SQLiteContextStore
+from ctxtrim import (
+    FitContextWindow,
+    MemoryContextStore,
+    Message,
+    SQLiteContextStore,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from ctxtrim.formats import from_openai_chat, to_openai_chat
 
 from . import peers
 from .history import BUDGET
-from .report import CONSTRUCT, PLAIN_LIST, SERVER_TURN, SQLITE_TURN, Row
+from .report import CONSTRUCT, PLAIN_LIST, SEED_LOOP, SERVER_TURN, SQLITE_TURN, Row
 from .timing import best_interleaved, drive, paused_gc, sampler
 
-__all__ = ["SYSTEM", "bench_paths", "turn_dicts", "turn_messages"]
+__all__ = ["SYSTEM", "bench_paths", "seed_messages", "turn_dicts", "turn_messages"]
 
 SYSTEM = "You are a careful coding agent. Use the tools; answer briefly."
 """The system prompt of the user-path histories."""
@@ -77,6 +89,18 @@ def turn_messages(i: int) -> list[Message]:
         Message.assistant(tool_uses=[(f"call_{i}", "read_file", {"path": f"/src/m{i}.py"})]),
         Message.tool_results((f"call_{i}", _RESULT)),
         Message.assistant(f"File {i} defines f, which doubles its input. " * 3),
+    ]
+
+
+def seed_messages(i: int) -> list[Message]:
+    """Turn ``i`` built as the seeds' users build messages: ``Message(role, [blocks])``."""
+    # A list, as they write it: the message stores it as a tuple (its annotation's type).
+    msg: Any = Message
+    return [
+        msg("user", [TextBlock(f"Please look at file number {i} and say what it does.")]),
+        msg("assistant", [ToolUseBlock(f"call_{i}", "read_file", {"path": f"/src/m{i}.py"})]),
+        msg("user", [ToolResultBlock(f"call_{i}", _RESULT)]),
+        msg("assistant", [TextBlock(f"File {i} defines f, which doubles its input. " * 3)]),
     ]
 
 
@@ -149,14 +173,27 @@ def _bench_size(rows: list[Row], size: int, *, smoke: bool, repeat: int) -> None
         plain.extend(turn_messages(nxt()))
         return fit_list(plain)
 
-    samplers = {"ctxtrim FitContextWindow on a list": sampler(ctxtrim_plain, number=number)}
+    # the agent loop as the seeds write it: Message(role, [blocks]), await append, apply
+    seed_store = drive(MemoryContextStore.from_history(history))
+    fit_seed = FitContextWindow(BUDGET)
+
+    def ctxtrim_seed() -> object:
+        for message in seed_messages(nxt()):
+            drive(seed_store.append(message))
+        return fit_seed.apply(seed_store)
+
     ax = _agentix_plain(turns, nxt)
-    if ax is not None:
-        samplers["agentix FitContextWindow"] = sampler(ax, number=slow)
-    for impl, seconds in best_interleaved(samplers, repeat=repeat).items():
-        rows.append(Row(PLAIN_LIST, label, impl, seconds))
-    if ax is None:
-        rows.append(Row(PLAIN_LIST, label, "agentix", None, note="agentix-toolkit missing"))
+    for workload, ours, impl in (
+        (PLAIN_LIST, ctxtrim_plain, "ctxtrim FitContextWindow on a list"),
+        (SEED_LOOP, ctxtrim_seed, "ctxtrim MemoryContextStore"),
+    ):
+        samplers = {impl: sampler(ours, number=number)}
+        if ax is not None:
+            samplers["agentix FitContextWindow"] = sampler(ax, number=slow)
+        for name, seconds in best_interleaved(samplers, repeat=repeat).items():
+            rows.append(Row(workload, label, name, seconds))
+        if ax is None:
+            rows.append(Row(workload, label, "agentix", None, note="agentix-toolkit missing"))
 
 
 def _langchain_turn(

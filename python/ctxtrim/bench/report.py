@@ -29,6 +29,7 @@ __all__ = [
     "LOOP",
     "PER_TURN",
     "PLAIN_LIST",
+    "SEED_LOOP",
     "SERVER_TURN",
     "SQLITE_APPEND",
     "SQLITE_READ",
@@ -47,6 +48,7 @@ __all__ = [
 SERVER_TURN = "OpenAI-chat server turn (dicts in → window dicts out)"
 SQLITE_TURN = "the same turn on SQLite (NORMAL)"
 PLAIN_LIST = "plain list: append 4 Messages + FitContextWindow(8000)"
+SEED_LOOP = "agent loop as the seeds write it: Message(role, [blocks]), await append, apply"
 CONSTRUCT = "Message construction, 4 kinds"
 CONVERT = "provider conversion, per message"
 TOOL_INPUT_JSON = "tool-call input as JSON text, per tool call"

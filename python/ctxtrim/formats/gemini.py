@@ -13,7 +13,8 @@ responses travel in user contents, as tool results do in ctxtrim). Parts:
   ``{"error": text}`` an error result, any other response its JSON text (written back as the
   object while it still parses to one; a strategy's placeholder becomes ``{"output": ...}``).
   The function's name is remembered; a result without one (converted from another format)
-  takes the name of its call in the history being written;
+  takes the name of its call earlier in the history being written (a result before its
+  call, or without one, is an orphan and is written without a name, as it reads back);
 * everything else — ``file_data``, other ``inline_data`` (audio, video, PDF...),
   ``executable_code`` ↔ ``code_execution_result``, server-side ``tool_call`` ↔
   ``tool_response``, and any part the table does not model — is kept verbatim as a
@@ -528,30 +529,35 @@ def _no_fast_prefix(
 class _Names:
     """The function names of the calls in the history being written, read once when a result
     without a recorded name (its call's, or converted from another format) needs its call's.
-    ``missed``: a call was not found (its result is written without a name, and that
-    rendering is not kept: the next history may hold the call)."""
+    Only a call in a message before the result's (``at``, its index in the history) counts:
+    the reader knows only the calls it has read, so a name taken from a later call would come
+    back as the result's own, and the API answers calls already made. ``missed``: no such
+    call (its result is written without a name, as an orphan, and that rendering is not kept:
+    the next history may hold the call before it)."""
 
-    __slots__ = ("_by_id", "_messages", "missed")
+    __slots__ = ("_by_id", "_messages", "at", "missed")
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self._messages = messages
-        self._by_id: dict[str, str] | None = None
+        self._by_id: dict[str, tuple[int, str]] | None = None
+        self.at = 0
         self.missed = False
 
     def get(self, call_id: str) -> str | None:
         found = self._lookup(call_id)
-        if found is None:
+        if found is None or found[0] >= self.at:
             self.missed = True
-        return found
+            return None
+        return found[1]
 
-    def _lookup(self, call_id: str) -> str | None:
+    def _lookup(self, call_id: str) -> tuple[int, str] | None:
         if self._by_id is None:
-            by_id: dict[str, str] = {}
-            for m in self._messages:
+            by_id: dict[str, tuple[int, str]] = {}
+            for i, m in enumerate(self._messages):
                 if type(m) is Message:
                     for b in m.content:
                         if type(b) is ToolUseBlock:
-                            by_id.setdefault(b.id, b.name)  # the first, as the reader does
+                            by_id.setdefault(b.id, (i, b.name))  # the first, as the reader does
             self._by_id = by_id
         return self._by_id.get(call_id)
 
@@ -724,8 +730,8 @@ _ATTR = "_ctxtrim_gemini"
 
 class _Renderings(Renderings):
     """Where a message keeps its Gemini rendering; results without a recorded function name
-    take their call's from the history being written when first rendered, and a rendering
-    that could not find one is used once, not kept."""
+    take their call's from the messages before theirs in the history being written when
+    first rendered, and a rendering that could not find one is used once, not kept."""
 
     __slots__ = ("_names",)
 
@@ -735,6 +741,7 @@ class _Renderings(Renderings):
 
     def _make(self, m: Message, i: int) -> tuple[dict[str, Any], ...]:
         self._names.missed = False
+        self._names.at = i  # its index in the history: only calls before it give a name
         rendering = self._render(m, f"messages[{i}]")
         kept = _core.kept_rendering(rendering)
         if kept is None:  # not plain JSON (a str subclass, say): as the request's JSON has it
