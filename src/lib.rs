@@ -37,6 +37,7 @@ pub mod json_write;
 pub mod log;
 pub mod meta;
 pub mod queue;
+pub mod responses_json;
 mod search;
 pub mod tail;
 pub mod text;

@@ -52,6 +52,7 @@ __all__ = [
     "price_table",
     "repair_plan",
     "responses_fast_prefix",
+    "responses_json_fast",
     "responses_render",
     "text_post_init",
     "tool_result_post_init",
@@ -277,6 +278,11 @@ def responses_fast_prefix(
     """The longest prefix of Responses input ``items`` in common shapes, grouped into messages
     as the general reader groups them: ``(messages, next)``, ``next`` the first item of the
     message the first item left to the general reader belongs to."""
+
+def responses_json_fast(raw_key: str, data: bytes) -> list[Message] | None:
+    """OpenAI Responses JSON (input items, the string shorthand, or a request body with
+    ``"input"``) read in the core when every item has a common shape, grouped into messages
+    as the general reader groups them, else ``None``."""
 
 def responses_render(
     raw_key: str,

@@ -23,6 +23,7 @@ mod log;
 mod message;
 mod render;
 mod responses;
+mod responses_json;
 mod shapes;
 mod slots;
 mod text;
@@ -67,6 +68,8 @@ mod core_module {
     use super::render::{copy_renderings, join_renderings, kept_rendering};
     #[pymodule_export]
     use super::responses::{responses_fast_prefix, responses_render};
+    #[pymodule_export]
+    use super::responses_json::responses_json_fast;
     #[pymodule_export]
     use super::text::grapheme_floor;
     #[pymodule_export]

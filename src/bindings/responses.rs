@@ -75,7 +75,9 @@ impl Unit {
 }
 
 /// One item read: which message it joins, its role (for an `Own` item), blocks and record.
-struct Item<'py> {
+/// Made by [`message_item`], [`call_item`] and [`output_item`], from a dict here and from
+/// JSON in `responses_json.rs`.
+pub(super) struct Item<'py> {
     side: Side,
     role: Option<Bound<'py, PyString>>,
     blocks: Vec<Bound<'py, PyAny>>,
@@ -116,33 +118,40 @@ impl<'py> Group<'py> {
     }
 }
 
-/// The longest prefix of `items` in common shapes (see the module docs), as messages, and the
-/// index of the first item left for the general reader: `(messages, next)`, `next` the first
-/// item of the message that item belongs to. `raw_key` is the general reader's marker for
-/// arguments kept as text (first, so that `functools.partial` binds it).
-#[pyfunction]
-pub fn responses_fast_prefix<'py>(
-    raw_key: &Bound<'py, PyString>,
-    items: &Bound<'py, PyList>,
-) -> PyResult<(Bound<'py, PyList>, usize)> {
-    let py = items.py();
-    let c = classes(py)?;
-    let out = PyList::empty(py);
-    // The open message (`Side::Assistant` or `Side::Results`) and the index of its first item.
-    let mut open: Option<(Side, usize, Group<'py>)> = None;
-    let mut i = 0;
-    while i < items.len() {
-        let read = stop_on_invalid(py, read_item(c, &items.get_item(i)?, raw_key))?;
-        let Some(item) = read else {
-            // The general reader takes this item, and reads the open message again from its
-            // first item (this one may belong to it).
-            return Ok((out, open.map_or(i, |(_, start, _)| start)));
-        };
-        if open.as_ref().is_some_and(|(side, _, _)| *side != item.side) {
-            if let Some((_, start, group)) = open.take() {
-                if !emit(c, &out, group)? {
-                    return Ok((out, start));
-                }
+/// Items gathered into messages in order, as the general reader groups them: a user or
+/// system message item is a message of its own, a run of assistant-side items one assistant
+/// message, a run of outputs one user message.
+pub(super) struct Gather<'py> {
+    /// The messages made so far.
+    pub out: Bound<'py, PyList>,
+    /// The open message (`Side::Assistant` or `Side::Results`) and the index of its first item.
+    open: Option<(Side, usize, Group<'py>)>,
+}
+
+impl<'py> Gather<'py> {
+    pub fn new(py: Python<'py>) -> Self {
+        Self {
+            out: PyList::empty(py),
+            open: None,
+        }
+    }
+
+    /// The index of the open message's first item, if one is open.
+    fn open_start(&self) -> Option<usize> {
+        self.open.as_ref().map(|(_, start, _)| *start)
+    }
+
+    /// Adds item number `i`. `Some(index)` when a message's constructor refused it: the index
+    /// of its first item, where the general reader must start again.
+    pub fn push(&mut self, c: &Classes, i: usize, item: Item<'py>) -> PyResult<Option<usize>> {
+        let py = self.out.py();
+        if self
+            .open
+            .as_ref()
+            .is_some_and(|(side, _, _)| *side != item.side)
+        {
+            if let Some(start) = self.finish(c)? {
+                return Ok(Some(start));
             }
         }
         if item.side == Side::Own {
@@ -152,11 +161,11 @@ pub fn responses_fast_prefix<'py>(
                 blocks: item.blocks,
                 units: vec![item.unit],
             };
-            if !emit(c, &out, group)? {
-                return Ok((out, i));
+            if !emit(c, &self.out, group)? {
+                return Ok(Some(i));
             }
         } else {
-            let (_, _, group) = open.get_or_insert_with(|| {
+            let (_, _, group) = self.open.get_or_insert_with(|| {
                 let role = match item.side {
                     Side::Assistant => intern!(py, "assistant"),
                     _ => intern!(py, "user"),
@@ -171,14 +180,50 @@ pub fn responses_fast_prefix<'py>(
             group.blocks.extend(item.blocks);
             group.units.push(item.unit);
         }
+        Ok(None)
+    }
+
+    /// Closes the open message, if any; `Some(index)` as for [`Gather::push`].
+    pub fn finish(&mut self, c: &Classes) -> PyResult<Option<usize>> {
+        if let Some((_, start, group)) = self.open.take() {
+            if !emit(c, &self.out, group)? {
+                return Ok(Some(start));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The longest prefix of `items` in common shapes (see the module docs), as messages, and the
+/// index of the first item left for the general reader: `(messages, next)`, `next` the first
+/// item of the message that item belongs to. `raw_key` is the general reader's marker for
+/// arguments kept as text (first, so that `functools.partial` binds it).
+#[pyfunction]
+pub fn responses_fast_prefix<'py>(
+    raw_key: &Bound<'py, PyString>,
+    items: &Bound<'py, PyList>,
+) -> PyResult<(Bound<'py, PyList>, usize)> {
+    let py = items.py();
+    let c = classes(py)?;
+    let mut gather = Gather::new(py);
+    let mut i = 0;
+    while i < items.len() {
+        let read = stop_on_invalid(py, read_item(c, &items.get_item(i)?, raw_key))?;
+        let Some(item) = read else {
+            // The general reader takes this item, and reads the open message again from its
+            // first item (this one may belong to it).
+            let next = gather.open_start().unwrap_or(i);
+            return Ok((gather.out, next));
+        };
+        if let Some(start) = gather.push(c, i, item)? {
+            return Ok((gather.out, start));
+        }
         i += 1;
     }
-    if let Some((_, start, group)) = open {
-        if !emit(c, &out, group)? {
-            return Ok((out, start));
-        }
+    if let Some(start) = gather.finish(c)? {
+        return Ok((gather.out, start));
     }
-    Ok((out, i))
+    Ok((gather.out, i))
 }
 
 /// Appends `group`'s message to `out`; false if its constructor refused it (the general
@@ -222,19 +267,10 @@ fn read_item<'py>(
             if !nonempty(call_id.as_ref()) || !nonempty(name.as_ref()) {
                 return Ok(None);
             }
-            let Some(args) = arguments(&raw, raw_key)? else {
-                return Ok(None);
-            };
             let (Some(call_id), Some(name)) = (call_id, name) else {
                 return Ok(None);
             };
-            let block = tool_use_block(c, &call_id, &name, args.as_any())?;
-            Ok(Some(Item {
-                side: Side::Assistant,
-                role: None,
-                blocks: vec![block],
-                unit: Unit::new("call"),
-            }))
+            call_item(c, &call_id, &name, &raw, raw_key)
         }
         Ok("function_call_output") if item.len() == 3 => {
             let call_id = get(item, intern!(py, "call_id"))?;
@@ -245,13 +281,10 @@ fn read_item<'py>(
             if !nonempty(call_id.as_ref()) {
                 return Ok(None);
             }
-            let block = c.tool_result.bind(py).call1((call_id, output))?;
-            Ok(Some(Item {
-                side: Side::Results,
-                role: None,
-                blocks: vec![block],
-                unit: Unit::new("output"),
-            }))
+            let Some(call_id) = call_id else {
+                return Ok(None);
+            };
+            output_item(c, &call_id, output).map(Some)
         }
         _ => Ok(None),
     }
@@ -275,43 +308,60 @@ fn read_message<'py>(
     let Some(content) = get(item, intern!(py, "content"))? else {
         return Ok(None);
     };
+    if let Some(content) = text(Some(&content)) {
+        let blocks = vec![text_block(c, content)?];
+        return Ok(message_item(role, assistant, short, true, blocks));
+    }
+    let Ok(parts) = content.cast_exact::<PyList>() else {
+        return Ok(None);
+    };
+    let part_type = if assistant {
+        "output_text"
+    } else {
+        "input_text"
+    };
+    let mut blocks = Vec::with_capacity(parts.len());
+    for part in parts.iter() {
+        let Ok(part) = part.cast_exact::<PyDict>() else {
+            return Ok(None);
+        };
+        if part.len() != 2 || !is_tag(get(part, intern!(py, "type"))?.as_ref(), part_type) {
+            return Ok(None);
+        }
+        let Some(t) = text(get(part, intern!(py, "text"))?.as_ref()).cloned() else {
+            return Ok(None);
+        };
+        blocks.push(text_block(c, &t)?);
+    }
+    Ok(message_item(role, assistant, short, false, blocks))
+}
+
+/// A message item of `role` (`assistant`, or `user`/`system`) whose content was a string
+/// (`from_str`, one block) or text parts of the role's type, as `blocks`, with the record the
+/// general reader writes for it; `None` for no parts (an empty run of text: the general
+/// reader's).
+pub(super) fn message_item<'py>(
+    role: Bound<'py, PyString>,
+    assistant: bool,
+    short: bool,
+    from_str: bool,
+    blocks: Vec<Bound<'py, PyAny>>,
+) -> Option<Item<'py>> {
     let mut unit = Unit::new("message");
     unit.short = short;
-    let blocks = if let Some(content) = text(Some(&content)) {
+    if from_str {
         if assistant {
             unit.form = Some("str");
         }
-        vec![text_block(c, content)?]
-    } else if let Ok(parts) = content.cast_exact::<PyList>() {
-        let part_type = if assistant {
-            "output_text"
-        } else {
-            "input_text"
-        };
-        let mut blocks = Vec::with_capacity(parts.len());
-        for part in parts.iter() {
-            let Ok(part) = part.cast_exact::<PyDict>() else {
-                return Ok(None);
-            };
-            if part.len() != 2 || !is_tag(get(part, intern!(py, "type"))?.as_ref(), part_type) {
-                return Ok(None);
-            }
-            let Some(t) = text(get(part, intern!(py, "text"))?.as_ref()).cloned() else {
-                return Ok(None);
-            };
-            blocks.push(text_block(c, &t)?);
-        }
+    } else {
         match blocks.len() {
-            0 => return Ok(None), // an empty run of text: the general reader's
+            0 => return None,
             1 if !assistant => unit.form = Some("list"),
             _ => {}
         }
-        blocks
-    } else {
-        return Ok(None);
-    };
+    }
     unit.n = blocks.len();
-    Ok(Some(Item {
+    Some(Item {
         side: if assistant {
             Side::Assistant
         } else {
@@ -320,7 +370,44 @@ fn read_message<'py>(
         role: (!assistant).then_some(role),
         blocks,
         unit,
+    })
+}
+
+/// A `function_call` item whose `arguments` text is `raw`, or `None` when that is not the
+/// compact JSON of an object (see [`arguments`]; `raw_key` marks arguments kept as text).
+pub(super) fn call_item<'py>(
+    c: &Classes,
+    call_id: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyAny>,
+    raw: &Bound<'py, PyString>,
+    raw_key: &Bound<'py, PyString>,
+) -> PyResult<Option<Item<'py>>> {
+    let Some(args) = arguments(raw, raw_key)? else {
+        return Ok(None);
+    };
+    let block = tool_use_block(c, call_id, name, args.as_any())?;
+    Ok(Some(Item {
+        side: Side::Assistant,
+        role: None,
+        blocks: vec![block],
+        unit: Unit::new("call"),
     }))
+}
+
+/// A `function_call_output` item with a string output.
+pub(super) fn output_item<'py>(
+    c: &Classes,
+    call_id: &Bound<'py, PyAny>,
+    output: &Bound<'py, PyString>,
+) -> PyResult<Item<'py>> {
+    let py = call_id.py();
+    let block = c.tool_result.bind(py).call1((call_id, output))?;
+    Ok(Item {
+        side: Side::Results,
+        role: None,
+        blocks: vec![block],
+        unit: Unit::new("output"),
+    })
 }
 
 /// The Responses input items of `message` in a common shape (see the module docs), or `None`

@@ -55,6 +55,7 @@ from .openai_chat import (
 )
 from .openai_responses import (
     from_openai_responses,
+    from_openai_responses_json,
     to_openai_responses,
     to_openai_responses_json,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "from_openai_chat",
     "from_openai_chat_json",
     "from_openai_responses",
+    "from_openai_responses_json",
     "load",
     "parse_json",
     "to_anthropic",

@@ -40,6 +40,7 @@ so ``to_openai_responses(from_openai_responses(items)) == items``.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,12 +79,14 @@ from ._common import (
     render_provider,
     required,
     units_for,
+    utf8_bytes,
 )
 
 __all__ = [
     "KEY",
     "SUMMARY_SEPARATOR",
     "from_openai_responses",
+    "from_openai_responses_json",
     "item_pair",
     "to_openai_responses",
     "to_openai_responses_json",
@@ -333,6 +336,28 @@ def from_openai_responses(items: Any, *, raw_arguments: bool = False) -> list[Me
         units.append(unit)
     flush()
     return out
+
+
+def from_openai_responses_json(
+    data: bytes | bytearray | str, *, raw_arguments: bool = False
+) -> list[Message]:
+    """:func:`from_openai_responses` of JSON text (a request body as it arrives, its
+    ``input`` array, or the string shorthand), for servers that read raw bodies: the same
+    messages and the same errors as
+    ``from_openai_responses(json.loads(data), raw_arguments=raw_arguments)``, which is what
+    it runs for anything but the common shapes. Those (text messages, function calls with
+    object arguments, string outputs: what agents send on every turn) are read from the
+    bytes in the core, with no dicts in between; the body's other keys (``instructions``,
+    ``tools``...) are ignored, as :func:`from_openai_responses` ignores them. Text that is
+    not JSON raises :class:`json.JSONDecodeError`, as ``json.loads`` does.
+    """
+    raw = data if type(data) is bytes else utf8_bytes(data)
+    if raw is not None:
+        # ``raw_arguments`` changes nothing there: the core takes only object arguments.
+        fast = _core.responses_json_fast(RAW_ARGUMENTS, raw)
+        if fast is not None:
+            return fast
+    return from_openai_responses(json.loads(data), raw_arguments=raw_arguments)
 
 
 # --------------------------------------------------------------------------------------------
