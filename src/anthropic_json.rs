@@ -78,12 +78,7 @@ pub struct AnthropicBody {
 /// The body of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_anthropic_json(data: &[u8]) -> Option<AnthropicBody> {
-    // Text, not bytes: the slice reader skips unread strings without checking their UTF-8.
-    let text = std::str::from_utf8(data).ok()?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let body = AnthropicBody::deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(body)
+    crate::json_read::read_whole(data)
 }
 
 impl<'de> Deserialize<'de> for AnthropicBody {

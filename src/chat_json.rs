@@ -57,12 +57,7 @@ pub enum ChatMessage {
 /// The messages of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_chat_json(data: &[u8]) -> Option<Vec<ChatMessage>> {
-    // Text, not bytes: the slice reader skips unread strings without checking their UTF-8.
-    let text = std::str::from_utf8(data).ok()?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let Body(messages) = Body::deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(messages)
+    crate::json_read::read_whole::<Body>(data).map(|Body(messages)| messages)
 }
 
 /// The top level: a message array, or an object holding one under `"messages"`.

@@ -73,12 +73,7 @@ pub enum Item {
 /// The input items of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_responses_json(data: &[u8]) -> Option<Vec<Item>> {
-    // Text, not bytes: the slice reader skips unread strings without checking their UTF-8.
-    let text = std::str::from_utf8(data).ok()?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let Body(items) = Body::deserialize(&mut de).ok()?;
-    de.end().ok()?;
-    Some(items)
+    crate::json_read::read_whole::<Body>(data).map(|Body(items)| items)
 }
 
 /// The top level: the input (see [`Input`]), or an object holding it under `"input"`.

@@ -222,12 +222,13 @@ fn read_text<'py>(c: &Classes, part: &Bound<'py, PyDict>) -> PyResult<Option<Bou
     }
 }
 
-/// The Anthropic message dict of `message` in a common shape (see the module docs), or
-/// `None` for the general renderer.
-#[pyfunction]
-pub fn anthropic_render<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
+/// The role of `message` if a core renderer may render it: a `Message` with no recorded
+/// fields that is not a system message (which only the general renderer may refuse).
+fn renderable_role<'py>(
+    c: &Classes,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = message.py();
-    let c = classes(py)?;
     if !message.get_type().is(c.message.bind(py))
         || !message.getattr(intern!(py, "meta"))?.is_none()
     {
@@ -237,6 +238,18 @@ pub fn anthropic_render<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Bou
     if role.cast_exact::<PyString>()?.to_str()? == "system" {
         return Ok(None);
     }
+    Ok(Some(role))
+}
+
+/// The Anthropic message dict of `message` in a common shape (see the module docs), or
+/// `None` for the general renderer.
+#[pyfunction]
+pub fn anthropic_render<'py>(message: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = message.py();
+    let c = classes(py)?;
+    let Some(role) = renderable_role(c, message)? else {
+        return Ok(None);
+    };
     let content = message.getattr(intern!(py, "content"))?;
     let parts = PyList::empty(py);
     for block in content.cast_exact::<PyTuple>()?.iter() {
@@ -293,18 +306,12 @@ pub fn anthropic_render_json<'py>(
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let py = message.py();
     let c = classes(py)?;
-    if !message.get_type().is(c.message.bind(py))
-        || !message.getattr(intern!(py, "meta"))?.is_none()
-    {
+    let Some(role) = renderable_role(c, message)? else {
         return Ok(None);
-    }
-    let role = message.getattr(intern!(py, "role"))?;
+    };
     let Some(role_str) = plain(&role) else {
         return Ok(None);
     };
-    if role_str == "system" {
-        return Ok(None);
-    }
     // Each block's values, kept alive while their text is borrowed below.
     let blocks = message.getattr(intern!(py, "content"))?;
     let blocks = blocks.cast_exact::<PyTuple>()?;

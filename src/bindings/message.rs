@@ -230,10 +230,16 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     let c = classes(py)?;
     let [role, content, id, turn, name, usage, meta] =
         read_fields(c, message, &c.message, &MESSAGE_FIELDS)?;
-    let (Ok(role), Ok(content)) = (
-        role.cast_exact::<PyString>(),
-        content.cast_exact::<PyTuple>(),
-    ) else {
+    let Ok(role) = role.cast_exact::<PyString>() else {
+        return Ok(false);
+    };
+    // A list of blocks (`Message("user", [TextBlock(...)])`, as most agent code writes it)
+    // is stored as its tuple, as the Python checks store it.
+    let listed = content
+        .cast_exact::<PyList>()
+        .ok()
+        .map(PyListMethods::to_tuple);
+    let Ok(content) = listed.as_ref().map_or(content.cast_exact::<PyTuple>(), Ok) else {
         return Ok(false);
     };
     if !blocks_allowed(c, role, content) {
@@ -244,6 +250,15 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
     if !usage.is_none() && !usage.get_type().is(c.usage.bind(py)) {
         return Ok(false);
+    }
+    if listed.is_some() {
+        untrack(content); // `gc=False` blocks only (as in `new_message`)
+        force_set(
+            c,
+            message,
+            intern!(py, "content"),
+            content.clone().into_any(),
+        )?;
     }
     if !meta.is_none() {
         let Some(frozen) = frozen_json(&meta)? else {
