@@ -8,7 +8,9 @@ model request: on the agent's own list (``strategy(history)``) and on a memory s
 runs once as a smoke test. The numbers say how the cost of a call grows with the history:
 a strategy remembers its pass over the history (``ctxtrim._memo``), so a turn reads the
 round appended since, and what is left growing is two pointer passes over the list (see
-docs/performance.md).
+docs/performance.md). In a ``Pipeline`` ending in a cut, the clearing step's output is read
+in place and only the window is handed out: on a store nothing grows with the history, on a
+list one pointer pass.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ from typing import Any
 import pytest
 from test_bench_dropins import _rounds, _timed
 
-from ctxtrim import ClearThinking, ClearToolResults, MemoryContextStore, Message, ToolResultBlock
+from ctxtrim import (
+    ClearThinking,
+    ClearToolResults,
+    FitContextWindow,
+    MemoryContextStore,
+    Message,
+    Pipeline,
+    ToolResultBlock,
+)
 from ctxtrim.messages import ReasoningBlock, TextBlock, ToolUseBlock
 
 SIZES = (1_000, 10_000, 100_000)
@@ -44,6 +54,10 @@ def _reasoning_round(i: int) -> list[Message]:
 STRATEGIES: dict[str, Any] = {
     "ClearToolResults": lambda: ClearToolResults(50_000, keep=3),
     "ClearThinking": lambda: ClearThinking(keep=1),
+    # The turn as an agent runs it: clear, then fit the request's window.
+    "Pipeline(ClearToolResults, FitContextWindow)": lambda: Pipeline(
+        ClearToolResults(50_000, keep=3), FitContextWindow(100_000)
+    ),
 }
 
 

@@ -26,9 +26,11 @@
 //! A [`Tail`] is kept from one decision to the next (a strategy keeps one for the list it is
 //! called on): each message it holds is the caller's item, which names it (in the bindings,
 //! the message object, or the framework object it was converted from), and an item that no
-//! longer names the message at its position, or a shorter history, makes it start afresh. Otherwise it reads only the messages appended since, folding them into its
-//! safe cuts as it goes (a result splits the cuts back to its call), and reads further back
-//! only when a question needs it.
+//! longer names the message at its position cuts what it holds back to there (it starts
+//! afresh when that is in the head or the first message it holds, or the history is
+//! shorter). Then it reads only the messages appended since, folding them into its safe cuts
+//! as it goes (a result splits the cuts back to its call), and reads further back only when
+//! a question needs it.
 
 use std::collections::VecDeque;
 
@@ -134,8 +136,9 @@ pub const KEEP_LIMIT: usize = 1 << 14;
 /// docs).
 ///
 /// Kept from one decision to the next, it reads only what changed: the items at the positions
-/// it holds are checked against the history (any difference, or a shorter history, and it
-/// starts afresh), messages appended since are added at the end, and it reads further back
+/// it holds are checked against the history (a difference cuts what it holds back to there;
+/// one in the head or a shorter history, and it starts afresh), messages appended since are
+/// added at the end, and it reads further back
 /// only when a question needs it. So an agent that appends a round and trims again pays for
 /// the new messages and one comparison per message held, not for re-reading its window.
 ///
@@ -242,9 +245,7 @@ impl<F: Facts> Tail<F> {
         mut fetch: impl FnMut(usize) -> Result<F, E>,
     ) -> Result<Window, E> {
         let first = first.max(1);
-        if !self.still_holds(len, options.pin_task, &same) {
-            self.clear();
-        }
+        self.sync(len, options.pin_task, &same);
         let result = self.decide_held(len, rule, options, first, &mut fetch);
         if result.is_err() {
             self.clear();
@@ -274,7 +275,13 @@ impl<F: Facts> Tail<F> {
         }
         loop {
             if self.base <= head_len {
-                // The region reaches the head: what is held is the whole history.
+                // The region reaches the head: what is held is the whole history. Most
+                // questions are answered from it as it is (a history within the budget
+                // says so from its total); the rest on a log of it.
+                if let Ok(window) = decide(&*self, rule, options) {
+                    self.keep_for_next(&window, first, head_len);
+                    return Ok(window);
+                }
                 let log = self.whole_log();
                 let window = decide(&log, rule, options).unwrap_or_else(|NeedMore| keep_all(len));
                 self.keep_for_next(&window, first, head_len);
@@ -292,20 +299,66 @@ impl<F: Facts> Tail<F> {
         }
     }
 
-    /// Whether the items held still name the messages at their positions of a history of
-    /// `len` messages (read for the same `pin_task`).
-    fn still_holds(&self, len: usize, pin_task: bool, same: &impl Fn(usize, &F) -> bool) -> bool {
+    /// Keeps what still stands of a history of `len` messages (read for `pin_task`): all of
+    /// it when every item held still names the message at its position; the region up to
+    /// the first one that does not (an edit in place near the end: a clearing strategy's
+    /// stand-in, a replaced last message), as if the history had been cut back there and
+    /// the rest appended since; nothing when the head changed, the history is shorter, or
+    /// the edit reaches the region's first message.
+    fn sync(&mut self, len: usize, pin_task: bool, same: &impl Fn(usize, &F) -> bool) {
         let Some(head) = &self.head else {
-            return true;
+            return;
         };
-        len >= self.len
-            && head.reader.pin_task == pin_task
-            && head.read.iter().enumerate().all(|(i, f)| same(i, f))
-            && self
+        if len < self.len
+            || head.reader.pin_task != pin_task
+            || !head.read.iter().enumerate().all(|(i, f)| same(i, f))
+        {
+            self.clear();
+            return;
+        }
+        let base = self.base;
+        match self
+            .region
+            .iter()
+            .enumerate()
+            .position(|(j, e)| !same(base + j, &e.item))
+        {
+            None => {}
+            Some(0) => self.clear(),
+            Some(j) => {
+                while self.region.len() > j {
+                    self.pop_back();
+                }
+            }
+        }
+    }
+
+    /// Removes message `len - 1` from the end, undoing [`Tail::push_back`] and whatever a
+    /// later [`Tail::push_front`] added for it: the pairs its results make with calls the
+    /// region holds (the latest earlier message issuing the id, as when it was added) no
+    /// longer split the cuts between them, and its results without a call are no longer
+    /// open. Its own calls answer only later messages, which are gone already.
+    fn pop_back(&mut self) {
+        let Some(entry) = self.region.pop_back() else {
+            return;
+        };
+        let p = self.base + self.region.len();
+        for (k, id) in entry.item.meta().tool_results.iter().enumerate() {
+            let call = self
                 .region
                 .iter()
-                .enumerate()
-                .all(|(j, e)| same(self.base + j, &e.item))
+                .rposition(|e| e.item.meta().tool_uses.iter().any(|u| u == id));
+            match call {
+                Some(j) => {
+                    for e in self.region.range_mut(j + 1..) {
+                        e.cover -= 1;
+                    }
+                }
+                None => self.open.retain(|&o| o != (p, k)),
+            }
+        }
+        self.end_before = entry.before;
+        self.len = p;
     }
 
     /// A cold start: reads the head, then the end as far back as the rule surely needs.
@@ -598,8 +651,11 @@ impl<F: Facts> CutIndex for Tail<F> {
     }
 
     fn total_exceeds(&self, budget: u64) -> Answer<bool> {
-        if self.head()?.total + self.suffix_tokens(self.base) > budget {
+        let head = self.head()?;
+        if head.total + self.suffix_tokens(self.base) > budget {
             Ok(true)
+        } else if self.base <= head.before.len() {
+            Ok(false) // the region reaches the head: that is the whole history's total
         } else {
             Err(NeedMore)
         }

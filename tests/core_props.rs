@@ -711,13 +711,13 @@ proptest! {
         }
     }
 
-    /// A list edited between calls (appends, inserts, deletes, replacements, swaps), decided
-    /// each time by one kept [`Tail`] (which checks the keys it holds and reads only what
-    /// changed), keeps what deciding it afresh keeps.
+    /// A list edited between calls (appends, inserts, deletes, replacements anywhere and near
+    /// the end, swaps), decided each time by one kept [`Tail`] (which checks the keys it holds
+    /// and reads only what changed), keeps what deciding it afresh keeps.
     #[test]
     fn a_kept_tail_matches_deciding_afresh(
         pool in prop_oneof![history(), chaos()],
-        edits in proptest::collection::vec((0u8..6, any::<u16>()), 0..16),
+        edits in proptest::collection::vec((0u8..8, any::<u16>()), 0..16),
         x in 0u64..10_000,
         pin_task: bool,
         start_with_user: bool,
@@ -738,6 +738,12 @@ proptest! {
                 2 if !list.is_empty() => { list.remove(at % list.len()); }
                 3 if !list.is_empty() => { let n = list.len(); list[at % n] = k % pool.len(); }
                 4 if list.len() > 1 => { let n = list.len(); list.swap(at % n, k / 7 % n); }
+                // Replaced near the end (a clearing strategy's stand-in, an edited reply):
+                // the tail keeps what it holds before it.
+                6 | 7 if !list.is_empty() => {
+                    let n = list.len();
+                    list[n - 1 - k % n.min(12)] = k / 13 % pool.len();
+                }
                 _ => {}
             }
             let metas: Vec<Meta> = list.iter().map(|&key| pool[key].clone()).collect();

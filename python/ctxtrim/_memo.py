@@ -98,6 +98,7 @@ class Memoised(ContextStrategy, Generic[S]):
 
     _memo_lock: threading.Lock
     _memos: dict[tuple[bool, int], Memo[S]]
+    _chains = True
 
     def _init_memo(self) -> None:
         self._memo_lock = threading.Lock()
@@ -140,25 +141,37 @@ class Memoised(ContextStrategy, Generic[S]):
 
     # -- the memoised call ---------------------------------------------------------------------
 
-    def _apply_fast(self, source: Source) -> list[Message] | None:
-        if type(source) is list:
-            live: _core.MessageLog | None = None
-        elif isinstance(source, MemoryContextStore):
-            live = source.log
-        elif isinstance(source, _core.MessageLog):
-            live = source
-        else:
-            return None
+    def _locks(self) -> tuple[threading.Lock, ...]:
         if "_memo_lock" not in self.__dict__:
             self._init_memo()  # a subclass whose __init__ did not call ours
-        if not self._memo_lock.acquire(blocking=False):
+        return (self._memo_lock,)
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        (lock,) = self._locks()
+        if not lock.acquire(blocking=False):
             return None  # another call is using the memos: the plain path
         try:
-            if live is None:
-                return self._on_list(source)  # type: ignore[arg-type]  # a list
-            return self._on_log(live)
+            got = self._private(source)
+            if got is None:
+                return None
+            out, memo = got
+            return out if memo is None else _hand_out(memo, out)
         finally:
-            self._memo_lock.release()
+            lock.release()
+
+    def _private(self, source: object) -> tuple[list[Message], Memo[S] | None] | None:
+        """The result before it is handed out, the caller holding :meth:`_locks`: ``(the
+        caller's list, None)`` when nothing changes, else ``(a list of the memo's own, the
+        memo)``, which must not leave ctxtrim (``Pipeline`` reads it in place while it holds
+        the lock, so no other call changes it meanwhile; :func:`_hand_out` gives the caller a
+        list of its own). None when there is no memo for ``source`` (the plain path runs)."""
+        if type(source) is list:
+            return self._on_list(source)
+        if isinstance(source, MemoryContextStore):
+            return self._on_log(source.log)
+        if isinstance(source, _core.MessageLog):
+            return self._on_log(source)
+        return None
 
     def _remember(self, key: tuple[bool, int], memo: Memo[S]) -> None:
         memos = self._memos
@@ -193,7 +206,7 @@ class Memoised(ContextStrategy, Generic[S]):
             return None
         return k
 
-    def _on_list(self, messages: list[Message]) -> list[Message] | None:
+    def _on_list(self, messages: list[Message]) -> tuple[list[Message], Memo[S] | None]:
         key = (False, id(messages))
         memo = self._memos.get(key)
         if memo is None or memo.source is not messages:
@@ -219,9 +232,9 @@ class Memoised(ContextStrategy, Generic[S]):
         except Exception:
             self._memos.pop(key, None)
             raise _Fallback from None
-        return messages if out is None else _hand_out(memo, out)
+        return (messages, None) if out is None else (out, memo)
 
-    def _on_log(self, live: _core.MessageLog) -> list[Message] | None:
+    def _on_log(self, live: _core.MessageLog) -> tuple[list[Message], Memo[S]]:
         snap = live.snapshot()  # one consistent view, whatever is written meanwhile
         n = len(snap)
         key = (True, id(live))
@@ -254,7 +267,7 @@ class Memoised(ContextStrategy, Generic[S]):
         except Exception:
             self._memos.pop(key, None)
             raise _Fallback from None
-        return _hand_out(memo, memo.seen if out is None else out)
+        return (memo.seen if out is None else out), memo
 
     def _apply(self, source: Any, report: bool, format: str) -> Any:
         try:

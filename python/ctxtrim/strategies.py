@@ -40,6 +40,8 @@ from ctxtrim.store import MemoryContextStore
 from ctxtrim.tokens import TokenCounter, as_token_counter, tool_tokens
 
 if TYPE_CHECKING:
+    import threading  # (annotations only: ``import ctxtrim`` does not load threading)
+
     # Defined in ``ctxtrim._records`` (a dataclass: ``import ctxtrim`` loads no dataclasses)
     # and resolved on first use by the module ``__getattr__`` at the end.
     from ctxtrim._records import TrimReport as TrimReport
@@ -366,6 +368,23 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         ``source``; else None."""
         return None
 
+    #: Whether :meth:`_private` answers for a list, a ``MessageLog`` and a memory store, so
+    #: that a :class:`Pipeline` of such steps takes the fast path (see its ``_private``).
+    _chains = False
+
+    def _locks(self) -> tuple[threading.Lock, ...]:
+        """The locks :meth:`_private`'s caller holds (a memo's: see ``ctxtrim._memo``)."""
+        return ()
+
+    def _private(self, source: object) -> tuple[list[Message], Any] | None:
+        """:meth:`_apply_fast`'s result before it is handed to a caller, who holds
+        :meth:`_locks`: ``(result, memo)``, where ``memo`` is None when the result is the
+        caller's (or a new) list, else the strategy's memo whose own list it is
+        (``ctxtrim._memo``), which a ``Pipeline`` may read but must hand out through the
+        memo. None: no shortcut for ``source``."""
+        out = self._apply_fast(source)  # type: ignore[arg-type]  # the caller checked it
+        return None if out is None else (out, None)
+
     def describe(self, source: Source | ProviderPayload, *, format: str = "auto") -> TrimReport:
         """What applying the strategy to ``source`` would drop or change; changes nothing."""
         if is_payload(source):
@@ -413,6 +432,8 @@ class _CutStrategy(ContextStrategy):
 
 class _CoreCut(_CutStrategy):
     """A cut strategy the core decides in one call (all but :class:`HeadAndTail`)."""
+
+    _chains = True
 
     #: The core's name for the cut rule (``"budget"``, ``"turns"``, ``"rounds"``,
     #: ``"messages"``) and the attribute holding its budget or count.
@@ -751,6 +772,66 @@ class Pipeline(ContextStrategy):
 
     def __repr__(self) -> str:
         return f"Pipeline({', '.join(map(repr, self.strategies))})"
+
+    @property
+    def _chains(self) -> bool:  # type: ignore[override]  # a property of the steps
+        return all(s._chains and s.counter is None for s in self.strategies)
+
+    def _locks(self) -> tuple[threading.Lock, ...]:
+        return tuple(lock for s in self.strategies for lock in s._locks())
+
+    def _apply_fast(self, source: Source) -> list[Message] | None:
+        # Every memo of the chain is held until the result is handed out: a memo's own list
+        # goes from one step to the next, and no other call may change it meanwhile.
+        locks = self._locks()
+        held = 0
+        try:
+            for lock in locks:
+                if not lock.acquire(blocking=False):
+                    return None  # another call is using a memo (or a step comes twice)
+                held += 1
+            got = self._private(source)
+            if got is None:
+                return None
+            out, memo = got
+            if memo is None:
+                return out
+            from ctxtrim._memo import _hand_out
+
+            return _hand_out(memo, out)
+        finally:
+            for lock in locks[:held]:
+                lock.release()
+
+    def _private(self, source: object) -> tuple[list[Message], Any] | None:
+        # Each step's shortcut on the previous step's output: a clearing step's memo reads
+        # only what was appended since its last call, and a cut reads a list from its ends,
+        # so a turn of `Pipeline(ClearToolResults(...), FitContextWindow(...))` costs the new
+        # messages and the window, not the history. A memo's own list is passed on as it is
+        # (the steps only read it) and handed out only if it is the result. Counts: a list is
+        # priced by the built-in estimate at every step, as on the plain path; so is a
+        # memory store without a counter. Any other log (a persistent store's `load_log()`,
+        # whose counts a counter may have made) goes through the plain path, where counts
+        # carry over between steps.
+        if not self._chains or not self.strategies:
+            return None
+        if type(source) is not list and not (
+            isinstance(source, MemoryContextStore) and source._counter is None
+        ):
+            return None
+        current: object = source
+        owner: tuple[list[Message], Any] | None = None  # the last memo's list, and the memo
+        for step in self.strategies:
+            got = step._private(current)
+            if got is None:
+                return None  # a busy memo: the plain path
+            out, memo = got
+            if memo is not None:
+                owner = (out, memo)
+            current = out
+        if owner is not None and current is owner[0]:
+            return owner
+        return out, None
 
     def _run(self, inp: _Input) -> _Outcome:
         total = _unchanged(inp)
