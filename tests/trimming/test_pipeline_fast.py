@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -178,3 +180,63 @@ def test_a_result_held_by_the_caller_never_changes() -> None:
         pipeline(history)  # results dropped at once: the memo may reuse them
     assert len(held) > 20
     assert all(h == c and all(a is b for a, b in zip(h, c, strict=True)) for h, c in held)
+
+
+def test_threads_sharing_one_pipeline_and_its_steps_get_correct_results() -> None:
+    """One clearing step shared by a pipeline and direct calls in other threads."""
+    clear = ClearToolResults(0, keep=1)
+    pipeline = Pipeline(clear, ClearThinking(keep=1), FitContextWindow(400))
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        pending: list[str] = []
+        history = [Message.system("sys"), Message.user("the task")]
+        try:
+            for k in range(120):
+                history += _round(rng, k, pending)
+                if seed % 2:
+                    assert pipeline(history) == _plain(pipeline, history)
+                else:
+                    assert clear(history) == clear.apply(history, report=True)[0]
+        except BaseException as e:  # pragma: no cover (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+
+
+def test_a_pipeline_holds_its_memos_for_the_call_and_lets_go_after() -> None:
+    """While another call holds a step's memo, a pipeline takes the plain path (a memo's own
+    list passed between steps must not change under it); every memo is free after a call,
+    whatever its outcome."""
+    clear, thinking = ClearToolResults(0, keep=1), ClearThinking(keep=1)
+    pipeline = Pipeline(clear, Pipeline(thinking, FitContextWindow(400)))
+    assert pipeline._locks() == (clear._memo_lock, thinking._memo_lock)
+    rng = random.Random(11)
+    pending: list[str] = []
+    history = [Message.system("sys"), Message.user("the task")]
+    for k in range(30):
+        history += _round(rng, k, pending)
+    with thinking._memo_lock:
+        assert pipeline._apply_fast(history) is None
+        assert pipeline(history) == _plain(pipeline, history)
+    for _ in range(2):
+        assert pipeline._apply_fast(history) == _plain(pipeline, history)
+        assert all(lock.acquire(blocking=False) for lock in pipeline._locks())
+        for lock in pipeline._locks():
+            lock.release()
+    twice = Pipeline(clear, clear)  # one memo twice: its lock cannot be taken twice
+    assert twice._apply_fast(history) is None
+    assert twice(history) == _plain(twice, history)
+    assert clear._memo_lock.acquire(blocking=False)
+    clear._memo_lock.release()
