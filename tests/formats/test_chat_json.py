@@ -25,7 +25,7 @@ from ctxtrim.formats._common import RAW_ARGUMENTS
 
 from bytes_readers import answer, edge_texts, in_every_form, same_reading, shuffled
 from strategies import histories, json_values, messages
-from test_formats import BAD_CHAT
+from test_formats import BAD_CHAT, chat_odd_fields
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,28 +40,6 @@ def _same(data: bytes | bytearray | str, **options: Any) -> None:
     if isinstance(got, list):
         fresh = [Message.decode(m.encode()) for m in got]
         assert to_openai_chat_json(got) == to_openai_chat_json(fresh)
-
-
-def _odd(payload: list[dict[str, Any]], odd: str, which: list[bool]) -> None:
-    """Fields the core does not take, on some entries only."""
-    for item, changed in zip(payload, which, strict=True):
-        if not changed:
-            continue
-        if odd == "name" and item["role"] != "tool":
-            item["name"] = "bob"
-        elif odd == "extra":
-            item["refusal"] = None
-        elif odd == "spaced":
-            for call in item.get("tool_calls") or []:
-                call["function"]["arguments"] = json.dumps(
-                    json.loads(call["function"]["arguments"])
-                )
-        elif odd == "null_calls" and item["role"] == "assistant" and "tool_calls" not in item:
-            item["tool_calls"] = None
-        elif odd == "developer" and item["role"] == "system":
-            item["role"] = "developer"
-        elif odd == "parts" and isinstance(item.get("content"), str):
-            item["content"] = [{"type": "text", "text": item["content"]}]
 
 
 @PROPS
@@ -79,7 +57,7 @@ def test_the_bytes_reader_makes_what_the_dict_reader_makes(data: st.DataObject) 
     for odd in (None, "name", "extra", "spaced", "null_calls", "developer", "parts"):
         body: Any = copy.deepcopy(payload)
         if odd is not None:
-            _odd(body, odd, which)
+            chat_odd_fields(body, odd, which)
         if rng.random() < 0.5:
             body = shuffled(body, rng)
         if rng.random() < 0.3:
