@@ -25,7 +25,7 @@ use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::chat_json::{nonempty, once, Any};
+use crate::json_read::{nonempty, once, read_whole, skip, under_key};
 
 /// A tool result's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +78,7 @@ pub struct AnthropicBody {
 /// The body of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_anthropic_json(data: &[u8]) -> Option<AnthropicBody> {
-    crate::json_read::read_whole(data)
+    read_whole(data)
 }
 
 impl<'de> Deserialize<'de> for AnthropicBody {
@@ -96,19 +96,12 @@ impl<'de> Deserialize<'de> for AnthropicBody {
                     messages,
                 })
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnthropicBody, A::Error> {
-                let mut found: Option<Vec<AnthropicMessage>> = None;
-                let mut system: Option<String> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "messages" => once(&mut found, map.next_value()?)?,
-                        "system" => once(&mut system, map.next_value()?)?,
-                        _ => {
-                            map.next_value::<Any>()?;
-                        }
-                    }
-                }
-                let messages = found.ok_or_else(|| A::Error::custom("no messages"))?;
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnthropicBody, A::Error> {
+                let mut system = None;
+                let messages = under_key(map, "messages", |key, map| match key {
+                    "system" => once(&mut system, map.next_value()?),
+                    _ => skip(key, map),
+                })?;
                 Ok(AnthropicBody { system, messages })
             }
         }

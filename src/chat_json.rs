@@ -24,6 +24,8 @@ use std::fmt;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::json_read::{nonempty, once, read_whole, skip, under_key};
+
 /// A message's role among those with a plain text shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TextRole {
@@ -57,7 +59,7 @@ pub enum ChatMessage {
 /// The messages of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_chat_json(data: &[u8]) -> Option<Vec<ChatMessage>> {
-    crate::json_read::read_whole::<Body>(data).map(|Body(messages)| messages)
+    read_whole::<Body>(data).map(|Body(messages)| messages)
 }
 
 /// The top level: a message array, or an object holding one under `"messages"`.
@@ -74,21 +76,8 @@ impl<'de> Deserialize<'de> for Body {
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Body, A::Error> {
                 messages(seq).map(Body)
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body, A::Error> {
-                let mut found = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "messages" {
-                        if found.is_some() {
-                            return Err(A::Error::custom("duplicate messages"));
-                        }
-                        found = Some(map.next_value::<Messages>()?.0);
-                    } else {
-                        map.next_value::<Any>()?;
-                    }
-                }
-                found
-                    .map(Body)
-                    .ok_or_else(|| A::Error::custom("no messages"))
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Body, A::Error> {
+                under_key(map, "messages", skip).map(|Messages(messages)| Body(messages))
             }
         }
         de.deserialize_any(V)
@@ -121,50 +110,6 @@ fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<ChatMessage>, A::E
     Ok(out)
 }
 
-/// Any JSON value, read in full (so its numbers and strings are checked) and dropped.
-pub(crate) struct Any;
-
-impl<'de> Deserialize<'de> for Any {
-    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Any;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E: Error>(self, _: bool) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_i64<E: Error>(self, _: i64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_u64<E: Error>(self, _: u64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_f64<E: Error>(self, _: f64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_str<E: Error>(self, _: &str) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_unit<E: Error>(self) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
-                while seq.next_element::<Any>()?.is_some() {}
-                Ok(Any)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-                while map.next_key::<String>()?.is_some() {
-                    map.next_value::<Any>()?;
-                }
-                Ok(Any)
-            }
-        }
-        de.deserialize_any(V)
-    }
-}
-
 /// A field of a message: which one, so a duplicate or unknown key is refused.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Field {
@@ -184,20 +129,6 @@ impl Field {
             _ => return None,
         })
     }
-}
-
-pub(crate) fn once<T, E: Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
-    if slot.replace(value).is_some() {
-        return Err(E::custom("duplicate key"));
-    }
-    Ok(())
-}
-
-pub(crate) fn nonempty<E: Error>(s: String) -> Result<String, E> {
-    if s.is_empty() {
-        return Err(E::custom("empty"));
-    }
-    Ok(s)
 }
 
 impl<'de> Deserialize<'de> for ChatMessage {

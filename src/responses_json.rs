@@ -26,10 +26,10 @@
 use std::fmt;
 
 use serde::de::value::SeqAccessDeserializer;
-use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::Deserialize;
 
-use crate::chat_json::{nonempty, once, Any};
+use crate::json_read::{nonempty, once, read_whole, skip, under_key};
 
 /// A message item's role among those with a common shape (`developer` is recorded: the
 /// general reader's).
@@ -73,7 +73,7 @@ pub enum Item {
 /// The input items of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
 pub fn read_responses_json(data: &[u8]) -> Option<Vec<Item>> {
-    crate::json_read::read_whole::<Body>(data).map(|Body(items)| items)
+    read_whole::<Body>(data).map(|Body(items)| items)
 }
 
 /// The top level: the input (see [`Input`]), or an object holding it under `"input"`.
@@ -81,35 +81,7 @@ struct Body(Vec<Item>);
 
 impl<'de> Deserialize<'de> for Body {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Body;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("input items or a request body")
-            }
-            fn visit_str<E: Error>(self, s: &str) -> Result<Body, E> {
-                Ok(Body(vec![shorthand(s.to_owned())]))
-            }
-            fn visit_string<E: Error>(self, s: String) -> Result<Body, E> {
-                Ok(Body(vec![shorthand(s)]))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Body, A::Error> {
-                Vec::deserialize(SeqAccessDeserializer::new(seq)).map(Body)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Body, A::Error> {
-                let mut found: Option<Input> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    if key == "input" {
-                        once(&mut found, map.next_value()?)?;
-                    } else {
-                        map.next_value::<Any>()?;
-                    }
-                }
-                let Input(items) = found.ok_or_else(|| A::Error::custom("no input"))?;
-                Ok(Body(items))
-            }
-        }
-        de.deserialize_any(V)
+        de.deserialize_any(InputVisitor { body: true }).map(Body)
     }
 }
 
@@ -118,23 +90,40 @@ struct Input(Vec<Item>);
 
 impl<'de> Deserialize<'de> for Input {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Input;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("input items or a string")
-            }
-            fn visit_str<E: Error>(self, s: &str) -> Result<Input, E> {
-                Ok(Input(vec![shorthand(s.to_owned())]))
-            }
-            fn visit_string<E: Error>(self, s: String) -> Result<Input, E> {
-                Ok(Input(vec![shorthand(s)]))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Input, A::Error> {
-                Vec::deserialize(SeqAccessDeserializer::new(seq)).map(Input)
-            }
+        de.deserialize_any(InputVisitor { body: false }).map(Input)
+    }
+}
+
+/// Reads an [`Input`], and at the top level (`body`) a [`Body`]: the same values, and there
+/// also an object holding one under `"input"`.
+struct InputVisitor {
+    body: bool,
+}
+
+impl<'de> Visitor<'de> for InputVisitor {
+    type Value = Vec<Item>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(if self.body {
+            "input items or a request body"
+        } else {
+            "input items or a string"
+        })
+    }
+    fn visit_str<E: Error>(self, s: &str) -> Result<Vec<Item>, E> {
+        Ok(vec![shorthand(s.to_owned())])
+    }
+    fn visit_string<E: Error>(self, s: String) -> Result<Vec<Item>, E> {
+        Ok(vec![shorthand(s)])
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<Item>, A::Error> {
+        Vec::deserialize(SeqAccessDeserializer::new(seq))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<Item>, A::Error> {
+        if !self.body {
+            // What serde's default `visit_map` answers: a body's input is no object.
+            return Err(A::Error::invalid_type(Unexpected::Map, &self));
         }
-        de.deserialize_any(V)
+        under_key(map, "input", skip).map(|Input(items)| items)
     }
 }
 

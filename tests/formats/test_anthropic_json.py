@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chat_json import _shuffled, in_every_form, same_reading
 
 from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage
 from ctxtrim.formats import from_anthropic, from_anthropic_json, to_anthropic
 
+from bytes_readers import edge_texts, in_every_form, same_reading, shuffled
 from strategies import histories, json_values, messages
 from test_formats import BAD_ANTHROPIC
 
@@ -74,7 +74,7 @@ def test_the_bytes_reader_makes_what_the_dict_reader_makes(data: st.DataObject) 
         if odd is not None:
             _odd(payload, odd, which)
         if rng.random() < 0.5:
-            payload = _shuffled(payload, rng)
+            payload = shuffled(payload, rng)
         if rng.random() < 0.3:
             payload = {"model": "claude-x", "max_tokens": 100, **payload}
         elif rng.random() < 0.2 and "system" not in payload:
@@ -131,19 +131,9 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        b'[{"role": "user", "content": "a", "content": "b"}]',  # Python keeps the last
-        b'{"messages": [], "messages": [{"role": "user", "content": "hi"}]}',
+        *edge_texts("messages"),
         b'{"system": null, "messages": []}',
         b'{"system": "a", "system": "b", "messages": []}',
-        b'[{"role": "user", "content": "\\ud83d\\ude00 \\ud800"}]',  # a lone surrogate
-        b'{"temperature": 1e400, "messages": []}',  # inf to Python
-        b'{"temperature": NaN, "messages": []}',
-        b"\xef\xbb\xbf[]",  # a UTF-8 byte-order mark: json.loads takes it from bytes
-        b'[{"role": "user", "content": "\xff"}]',  # not UTF-8
-        b"[] x",
-        b"",
-        b'{"model": "m"}',
-        b"[1]",
         b'[{"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "f", '
         b'"input": {"a": 1, "a": 2}}]}]',
         b'[{"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "f", '
@@ -152,8 +142,6 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
         b'"input": "x"}]}]',
         b'[{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "", '
         b'"content": "x"}]}]',
-        b'[{"role": "user", "content": []}]',
-        b'[{"role": "user", "content": null}]',
     ],
 )
 def test_edge_texts_give_what_json_loads_and_the_dict_reader_give(data: bytes) -> None:

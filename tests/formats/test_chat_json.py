@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import random
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,45 +23,11 @@ from ctxtrim.formats import (
 )
 from ctxtrim.formats._common import RAW_ARGUMENTS
 
+from bytes_readers import answer, edge_texts, in_every_form, same_reading, shuffled
 from strategies import histories, json_values, messages
-from test_formats import BAD_CHAT
+from test_formats import BAD_CHAT, chat_odd_fields
 
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-Reader = Callable[..., list[Message]]
-
-
-def _answer(read: Reader, data: bytes | bytearray | str, **options: Any) -> list[Message] | str:
-    """What ``read(data, **options)`` gives: the messages, or its error and path."""
-    try:
-        return read(data, **options)
-    except (InvalidMessage, ValueError) as e:
-        return f"{type(e).__name__} {getattr(e, 'path', '')}: {e}"
-
-
-def same_reading(
-    fast: Reader, general: Reader, data: bytes | bytearray | str, **options: Any
-) -> None:
-    """A ``from_*_json`` reader (``fast``) gives what its general path (``general``: the
-    dict reader of ``json.loads``) gives: the messages with their meta and roles, or the
-    same error."""
-    got, expected = _answer(fast, data, **options), _answer(general, data, **options)
-    assert got == expected
-    if isinstance(got, list) and isinstance(expected, list):
-        assert [m.meta for m in got] == [m.meta for m in expected]
-        assert [m.role for m in got] == [m.role for m in expected]
-
-
-def in_every_form(check: Callable[[bytes | bytearray | str], None], data: bytes) -> None:
-    """``check`` of the JSON as bytes, as a bytearray and, when it is UTF-8, as text."""
-    check(data)
-    check(bytearray(data))
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        return
-    check(text)
 
 
 def _same(data: bytes | bytearray | str, **options: Any) -> None:
@@ -71,43 +36,10 @@ def _same(data: bytes | bytearray | str, **options: Any) -> None:
     )
     # A message read from bytes may keep its rendering's JSON from the read: it must be what
     # rendering the same message afresh writes.
-    got = _answer(from_openai_chat_json, data, **options)
+    got = answer(from_openai_chat_json, data, **options)
     if isinstance(got, list):
         fresh = [Message.decode(m.encode()) for m in got]
         assert to_openai_chat_json(got) == to_openai_chat_json(fresh)
-
-
-def _shuffled(value: Any, rng: random.Random) -> Any:
-    """``value`` with every object's keys in another order (the same JSON object)."""
-    if isinstance(value, dict):
-        items = list(value.items())
-        rng.shuffle(items)
-        return {k: _shuffled(v, rng) for k, v in items}
-    if isinstance(value, list):
-        return [_shuffled(v, rng) for v in value]
-    return value
-
-
-def _odd(payload: list[dict[str, Any]], odd: str, which: list[bool]) -> None:
-    """Fields the core does not take, on some entries only."""
-    for item, changed in zip(payload, which, strict=True):
-        if not changed:
-            continue
-        if odd == "name" and item["role"] != "tool":
-            item["name"] = "bob"
-        elif odd == "extra":
-            item["refusal"] = None
-        elif odd == "spaced":
-            for call in item.get("tool_calls") or []:
-                call["function"]["arguments"] = json.dumps(
-                    json.loads(call["function"]["arguments"])
-                )
-        elif odd == "null_calls" and item["role"] == "assistant" and "tool_calls" not in item:
-            item["tool_calls"] = None
-        elif odd == "developer" and item["role"] == "system":
-            item["role"] = "developer"
-        elif odd == "parts" and isinstance(item.get("content"), str):
-            item["content"] = [{"type": "text", "text": item["content"]}]
 
 
 @PROPS
@@ -125,9 +57,9 @@ def test_the_bytes_reader_makes_what_the_dict_reader_makes(data: st.DataObject) 
     for odd in (None, "name", "extra", "spaced", "null_calls", "developer", "parts"):
         body: Any = copy.deepcopy(payload)
         if odd is not None:
-            _odd(body, odd, which)
+            chat_odd_fields(body, odd, which)
         if rng.random() < 0.5:
-            body = _shuffled(body, rng)
+            body = shuffled(body, rng)
         if rng.random() < 0.3:
             body = {"model": "gpt-x", "temperature": 0.2, "messages": body, "n": 1}
         spaced = rng.random() < 0.5
@@ -177,19 +109,7 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        b'[{"role": "user", "content": "a", "content": "b"}]',  # Python keeps the last
-        b'{"messages": [], "messages": [{"role": "user", "content": "hi"}]}',
-        b'[{"role": "user", "content": "\\ud83d\\ude00 \\ud800"}]',  # a lone surrogate
-        b'{"temperature": 1e400, "messages": []}',  # inf to Python
-        b'{"seed": ' + b"9" * 5000 + b', "messages": []}',  # too many digits for Python
-        b'{"temperature": NaN, "messages": []}',
-        b"\xef\xbb\xbf[]",  # a UTF-8 byte-order mark: json.loads takes it from bytes
-        b'[{"role": "user", "content": "\xff"}]',  # not UTF-8
-        b"[] x",
-        b"",
-        b'"text"',
-        b'{"model": "m"}',
-        b"[1]",
+        *edge_texts("messages"),
         b'[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": '
         b'"function", "function": {"name": "f", "arguments": "{\\"a\\": 1}"}}]}]',
         b'[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": '

@@ -997,9 +997,10 @@ def test_the_fast_chat_reader_makes_what_the_general_reader_makes(data: st.DataO
         _check_fast_reader(copy.deepcopy(payload), odd, which)
 
 
-def _check_fast_reader(payload: list[dict[str, Any]], odd: str | None, which: list[bool]) -> None:
-    from ctxtrim.formats import openai_chat
-
+def chat_odd_fields(payload: list[dict[str, Any]], odd: str, which: list[bool]) -> None:
+    """Chat Completions fields and values the core does not take (``odd``: one kind), on the
+    entries ``which`` marks only: the fast readers must hand those to the general reader and
+    go on."""
     for item, changed in zip(payload, which, strict=True):
         if not changed:
             continue
@@ -1016,6 +1017,15 @@ def _check_fast_reader(payload: list[dict[str, Any]], odd: str | None, which: li
             item["tool_calls"] = None
         elif odd == "developer" and item["role"] == "system":
             item["role"] = "developer"
+        elif odd == "parts" and isinstance(item.get("content"), str):
+            item["content"] = [{"type": "text", "text": item["content"]}]
+
+
+def _check_fast_reader(payload: list[dict[str, Any]], odd: str | None, which: list[bool]) -> None:
+    from ctxtrim.formats import openai_chat
+
+    if odd is not None:
+        chat_odd_fields(payload, odd, which)
     fast = from_openai_chat(payload)
     with pytest.MonkeyPatch.context() as m:
         m.setattr(openai_chat, "_fast", lambda raw: None)

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_chat_json import _shuffled, in_every_form, same_reading
 
 from ctxtrim import _core
 from ctxtrim.errors import InvalidMessage
@@ -23,6 +22,7 @@ from ctxtrim.formats import (
 )
 from ctxtrim.formats._common import RAW_ARGUMENTS
 
+from bytes_readers import edge_texts, in_every_form, same_reading, shuffled
 from strategies import histories, json_values, messages
 from test_formats import BAD_RESPONSES
 
@@ -113,7 +113,7 @@ def test_the_bytes_reader_makes_what_the_dict_reader_makes(data: st.DataObject) 
         if odd is not None:
             _odd(payload, odd, which)
         if rng.random() < 0.5:
-            payload = _shuffled(payload, rng)
+            payload = shuffled(payload, rng)
         if rng.random() < 0.3:
             payload = {"model": "gpt-x", "instructions": "be brief", "input": payload, "n": 1}
         spaced = rng.random() < 0.5
@@ -183,22 +183,8 @@ def test_the_common_shapes_are_read_in_the_core() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        b'[{"role": "user", "content": "a", "content": "b"}]',  # Python keeps the last
-        b'{"input": [], "input": [{"role": "user", "content": "hi"}]}',
-        b'{"input": null}',
-        b'{"input": {"input": []}}',
+        *edge_texts("input"),
         b'{"instructions": "x"}',
-        b'{"input": [], "temperature": 1e400}',  # inf to Python
-        b'{"input": [], "temperature": NaN}',
-        b'[{"role": "user", "content": "\\ud83d\\ude00 \\ud800"}]',  # a lone surrogate
-        b"\xef\xbb\xbf[]",  # a UTF-8 byte-order mark: json.loads takes it from bytes
-        b'[{"role": "user", "content": "\xff"}]',  # not UTF-8
-        b"[] x",
-        b"",
-        b"[1]",
-        b'""',
-        b'[{"role": "user", "content": []}]',
-        b'[{"role": "assistant", "content": []}]',
         b'[{"role": "developer", "content": "x"}]',
         b'[{"type": "message", "role": "user", "content": "x", "id": "m1"}]',
         b'[{"type": "function_call", "call_id": "c", "name": "f", "arguments": ""}]',
