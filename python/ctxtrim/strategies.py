@@ -824,7 +824,7 @@ class Pipeline(ContextStrategy):
         for step in self.strategies:
             got = step._private(current)
             if got is None:
-                return None  # a busy memo: the plain path
+                return None  # no shortcut for this input: the plain path
             out, memo = got
             if memo is not None:
                 owner = (out, memo)
