@@ -86,7 +86,24 @@ def _estimate(message: Message) -> int:
     return _core.message_tokens(message, counter=None)
 
 
-class TruncateToolOutputs(ContextStrategy):
+class _Clipped:
+    """:class:`TruncateToolOutputs`' pass over a history: the messages before ``end`` are
+    decided (their long results clipped in ``out``), ``out`` is the history with them, and
+    ``changed`` whether any was clipped. The boundary only moves forward as messages are
+    appended (the whole history with ``keep_recent_turns=0``; else the start of the
+    ``keep_recent_turns``-th last turn, and the core's turn starts, its real user messages,
+    only grow in number), and a message's clipping reads only the message and the settings,
+    so no decision is ever taken again."""
+
+    __slots__ = ("changed", "end", "out")
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.out: list[Message] = []
+        self.changed = False
+
+
+class TruncateToolOutputs(Memoised[_Clipped]):
     """Clip long tool results, in place (agentix, openai-agents): every result by default,
     all but those of the last ``keep_recent_turns`` user turns otherwise.
 
@@ -97,6 +114,10 @@ class TruncateToolOutputs(ContextStrategy):
     clipped text is at most that long. Applying it again therefore changes nothing; a result
     that shows its own ``compact_summary`` (a stand-in :class:`ClearToolResults` put there)
     is skipped too.
+
+    Like :class:`ClearToolResults`, a call on a history that extends its last one (a list, a
+    log or a store) reads only the messages appended since (``ctxtrim._memo``): the results
+    it clipped stay clipped, and the boundary of the recent turns only moves forward.
     """
 
     def __init__(
@@ -107,6 +128,7 @@ class TruncateToolOutputs(ContextStrategy):
             raise InvalidStrategy(f"marker must be a str, got {type(marker).__name__}")
         self.marker = marker
         self.keep_recent_turns = _check_int("keep_recent_turns", keep_recent_turns, 0)
+        self._init_memo()
 
     def __repr__(self) -> str:
         recent = f", keep_recent_turns={self.keep_recent_turns}" if self.keep_recent_turns else ""
@@ -141,28 +163,75 @@ class TruncateToolOutputs(ContextStrategy):
             new_items.append(item)
         return msgspec.structs.replace(block, content=tuple(new_items)) if changed else None
 
+    def _clipped(self, message: Message) -> Message | None:
+        """``message`` with its long tool results clipped, or None when none is."""
+        if message.role != "user":
+            return None
+        blocks = message.content
+        new_blocks: list[object] | None = None
+        for j, block in enumerate(blocks):
+            if type(block) is ToolResultBlock:
+                clipped = self._result(block)
+                if clipped is not None:
+                    if new_blocks is None:
+                        new_blocks = list(blocks)
+                    new_blocks[j] = clipped
+        if new_blocks is None:
+            return None
+        return msgspec.structs.replace(message, content=tuple(new_blocks))
+
+    def _end(self, log: _core.MessageLog | None, n: int) -> int:
+        """Where the results left as they are start: the ``keep_recent_turns``-th last turn
+        (none of them: the whole history is clipped when there are fewer turns than that)."""
+        if not self.keep_recent_turns:
+            return n
+        assert log is not None
+        start = log.kth_last_turn_start(self.keep_recent_turns)
+        return 0 if start is None else start
+
+    # -- the memoised pass (``ctxtrim._memo``) --------------------------------------------------
+
+    def _settings(self) -> Hashable:
+        return (self.max_chars, self.marker, self.keep_recent_turns)
+
+    def _needs_log(self) -> bool:
+        return self.keep_recent_turns > 0  # the turn starts, for the boundary
+
+    def _new_state(self) -> _Clipped:
+        return _Clipped()
+
+    def _advance(
+        self, state: _Clipped, seen: list[Message], start: int, count: Callable[[int], int]
+    ) -> bool:
+        for message in seen[start:]:
+            if not isinstance(message, Message):
+                raise TypeError  # not a history: the plain path raises its typed error
+        state.out += seen[start:]
+        return False
+
+    def _output(
+        self, state: _Clipped, log: _core.MessageLog | None, n: int
+    ) -> list[Message] | None:
+        end = self._end(log, n)
+        if end < state.end:
+            # Never under appends (turn starts only grow): the plain path, not a guess.
+            raise RuntimeError("the recent turns' boundary moved back")
+        out = state.out
+        for i in range(state.end, end):
+            clipped = self._clipped(out[i])
+            if clipped is not None:
+                out[i] = clipped
+                state.changed = True
+        state.end = end
+        return out if state.changed else None
+
     def _run(self, inp: _Input) -> _Outcome:
         messages = inp.messages
-        end = len(messages)
-        if self.keep_recent_turns:
-            start = inp.log.kth_last_turn_start(self.keep_recent_turns)
-            end = 0 if start is None else start
         changed: dict[int, Message] = {}
-        for i in range(end):
-            message = messages[i]
-            if message.role != "user":
-                continue
-            blocks = message.content
-            new_blocks: list[object] | None = None
-            for j, block in enumerate(blocks):
-                if type(block) is ToolResultBlock:
-                    clipped = self._result(block)
-                    if clipped is not None:
-                        if new_blocks is None:
-                            new_blocks = list(blocks)
-                        new_blocks[j] = clipped
-            if new_blocks is not None:
-                changed[i] = msgspec.structs.replace(message, content=tuple(new_blocks))
+        for i in range(self._end(inp.log, len(messages))):
+            clipped = self._clipped(messages[i])
+            if clipped is not None:
+                changed[i] = clipped
         if not changed:
             return _unchanged(inp)
         out = [changed.get(i, m) for i, m in enumerate(messages)]
