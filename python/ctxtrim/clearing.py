@@ -6,12 +6,15 @@ all but the newest images. None of them removes a message, so none can separate 
 from its result: the history keeps every message at the same index, and only the content of
 some changes. Like the cut strategies (``ctxtrim.strategies``) they are pure (a new list, the
 input untouched), idempotent, and return the same list object when nothing changes; a
-result cleared or clipped once is recognised and skipped by the next call.
+result cleared or clipped once is recognised and skipped by the next call. Each remembers
+its pass over a history (``ctxtrim._memo``): what it decided of a message holds as messages
+are appended, so a call on a history that extends its last one reads only the new messages.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 from collections.abc import Callable, Hashable, Sequence
 
 import msgspec
@@ -446,7 +449,37 @@ class _EditStrategy(ContextStrategy):
         return _Outcome(out, list(range(len(messages))), set(edits))
 
 
-class KeepRecentImages(_EditStrategy):
+def _image_count(message: Message) -> int:
+    """The images of a message: in its content and in its tool results' lists."""
+    count = 0
+    for block in message.content:
+        if type(block) is ImageBlock:
+            count += 1
+        elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+            count += sum(type(item) is ImageBlock for item in block.content)
+    return count
+
+
+class _Images:
+    """:class:`KeepRecentImages`' pass over a history: the messages with images (index,
+    image count, the message as read), ``total`` images, and the oldest ``removed`` of
+    them replaced in ``out``. How many are old (``total - n``, rounded down to ``chunk``)
+    only grows as messages are appended, and a message's edit reads only the message and
+    how many of its images are old, so only the message where the old ones end is edited
+    again (when more of its images become old)."""
+
+    __slots__ = ("at", "before", "images", "out", "removed", "total")
+
+    def __init__(self) -> None:
+        self.images: list[tuple[int, int, Message]] = []
+        self.total = 0
+        self.removed = 0
+        self.at = 0  # images[at] holds the oldest image not removed yet
+        self.before = 0  # the images of images[:at]
+        self.out: list[Message] = []
+
+
+class KeepRecentImages(Memoised[_Images], _EditStrategy):
     """Keep only the newest ``n`` images; older ones become a short text ``placeholder``
     (Anthropic's computer-use reference agent does this: a screenshot per step is what
     overflows first).
@@ -456,7 +489,8 @@ class KeepRecentImages(_EditStrategy):
     (between ``n`` and ``n + chunk - 1`` are kept), so the history's prefix — and the
     provider's prompt cache — changes once every ``chunk`` images rather than every turn.
     Nothing is dropped and no tool id changes, so it is pair-safe; a second run finds at
-    most ``n + chunk - 1`` images and changes nothing.
+    most ``n + chunk - 1`` images and changes nothing. Like :class:`ClearToolResults`, a
+    call on a history that extends its last one reads only the messages appended since.
     """
 
     def __init__(self, n: int, *, placeholder: str = "[image removed]", chunk: int = 1) -> None:
@@ -465,50 +499,91 @@ class KeepRecentImages(_EditStrategy):
             raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
         self.placeholder = placeholder
         self.chunk = _check_int("chunk", chunk, 1)
+        self._init_memo()
 
     def __repr__(self) -> str:
         chunk = f", chunk={self.chunk}" if self.chunk > 1 else ""
         return f"KeepRecentImages({self.n}{chunk})"
 
+    def _removed(self, total: int) -> int:
+        """How many of ``total`` images, the oldest, are replaced."""
+        extra = total - self.n
+        return extra - extra % self.chunk if extra > 0 else 0
+
+    def _without(self, message: Message, left: int) -> Message:
+        """``message`` with its oldest ``left`` images replaced by the placeholder."""
+        text = TextBlock(self.placeholder)
+        blocks: list[object] = []
+        for block in message.content:
+            if type(block) is ImageBlock and left:
+                blocks.append(text)
+                left -= 1
+            elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+                items: list[object] = []
+                for item in block.content:
+                    if type(item) is ImageBlock and left:
+                        items.append(text)
+                        left -= 1
+                    else:
+                        items.append(item)
+                if items != list(block.content):
+                    block = msgspec.structs.replace(block, content=tuple(items))
+                blocks.append(block)
+            else:
+                blocks.append(block)
+        assert left == 0
+        return msgspec.structs.replace(message, content=tuple(blocks))
+
     def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
         """The messages that lose images, by index (empty when nothing changes)."""
         where: list[int] = []  # the index of each image's message, oldest first
         for i, m in enumerate(messages):
-            for block in m.content:
-                if type(block) is ImageBlock:
-                    where.append(i)
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    where.extend(i for item in block.content if type(item) is ImageBlock)
-        extra = len(where) - self.n
-        remove = extra - extra % self.chunk if extra > 0 else 0
+            where.extend([i] * _image_count(m))
+        remove = self._removed(len(where))
         if remove <= 0:
             return {}
-        last = where[remove - 1]  # images of messages before it all go; of it, the oldest
-        left = remove
-        text = TextBlock(self.placeholder)
-        edits: dict[int, Message] = {}
-        for i in sorted(set(where[:remove])):
-            blocks: list[object] = []
-            for block in messages[i].content:
-                if type(block) is ImageBlock and left:
-                    blocks.append(text)
-                    left -= 1
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    items: list[object] = []
-                    for item in block.content:
-                        if type(item) is ImageBlock and left:
-                            items.append(text)
-                            left -= 1
-                        else:
-                            items.append(item)
-                    if items != list(block.content):
-                        block = msgspec.structs.replace(block, content=tuple(items))
-                    blocks.append(block)
-                else:
-                    blocks.append(block)
-            edits[i] = msgspec.structs.replace(messages[i], content=tuple(blocks))
-        assert left == 0 and max(edits) == last
-        return edits
+        # Images of messages before the last one's all go; of it, the oldest.
+        old = collections.Counter(where[:remove])
+        return {i: self._without(messages[i], gone) for i, gone in old.items()}
+
+    # -- the memoised pass (``ctxtrim._memo``) --------------------------------------------------
+
+    def _settings(self) -> Hashable:
+        return (self.n, self.placeholder, self.chunk)
+
+    def _needs_log(self) -> bool:
+        return False
+
+    def _new_state(self) -> _Images:
+        return _Images()
+
+    def _advance(
+        self, state: _Images, seen: list[Message], start: int, count: Callable[[int], int]
+    ) -> bool:
+        state.out += seen[start:]
+        for i in range(start, len(seen)):
+            if not isinstance(seen[i], Message):
+                raise TypeError  # not a history: the plain path raises its typed error
+            images = _image_count(seen[i])
+            if images:
+                state.images.append((i, images, seen[i]))
+                state.total += images
+        return False
+
+    def _output(self, state: _Images, log: _core.MessageLog | None, n: int) -> list[Message] | None:
+        remove = self._removed(state.total)
+        if remove < state.removed:
+            raise RuntimeError("fewer old images")  # never under appends: the plain path
+        images = state.images
+        while state.removed < remove:
+            i, count, message = images[state.at]
+            gone = min(count, remove - state.before)
+            state.out[i] = self._without(message, gone)
+            state.removed = state.before + gone
+            if gone == count:
+                state.at += 1
+                state.before += count
+        return state.out if state.removed else None
 
 
 def _issues_calls(message: Message) -> bool:

@@ -1,11 +1,11 @@
-"""``TruncateToolOutputs`` remembers its pass over a history (``ctxtrim._memo``): a call on a
-history that extends the last one reads only the new messages, and with
-``keep_recent_turns`` the boundary of the recent turns only moves forward as turns are
-appended. Every result must be what a strategy that remembers nothing returns on the same
-history: checked after every kind of change a caller can make between calls (appends, an
-edit in the middle, an equal copy put in, a new or shorter list, changed settings, a log
-rewritten or forked, a snapshot), on random histories and on a Hypothesis-drawn sequence of
-changes."""
+"""``TruncateToolOutputs`` and ``KeepRecentImages`` remember their pass over a history
+(``ctxtrim._memo``): a call on a history that extends the last one reads only the new
+messages. With ``keep_recent_turns`` the boundary of the recent turns only moves forward as
+turns are appended; the images older than the newest ``n`` only grow in number. Every
+result must be what a strategy that remembers nothing returns on the same history: checked
+after every kind of change a caller can make between calls (appends, an edit in the
+middle, an equal copy put in, a new or shorter list, changed settings, a log rewritten or
+forked, a snapshot), on random histories and on a Hypothesis-drawn sequence of changes."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from ctxtrim import (
     FitContextWindow,
     ImageBlock,
+    KeepRecentImages,
     MemoryContextStore,
     Message,
     MessageLog,
@@ -52,12 +53,13 @@ def _result(rng: random.Random, cid: str, k: int) -> ToolResultBlock:
 
 
 def _round(rng: random.Random, k: int, pending: list[str]) -> list[Message]:
-    """One random step of an agent: a question (a real user message, that starts a turn),
-    a call, the results of some pending calls (alone, or with the user's text: that message
-    starts a turn too), an answer."""
+    """One random step of an agent: a question (a real user message, that starts a turn;
+    some with one or two screenshots), a call, the results of some pending calls (alone, or
+    with the user's text: that message starts a turn too), an answer."""
     kind = rng.randrange(6)
     if kind == 0:
-        return [Message.user(f"question {k}")]
+        shots = [ImageBlock("image/png", b"shot")] * rng.choice([0, 0, 1, 2])
+        return [Message("user", (TextBlock(f"question {k}"), *shots))]
     if kind in (1, 2):
         cid = f"c{k}"
         pending.append(cid)
@@ -71,14 +73,30 @@ def _round(rng: random.Random, k: int, pending: list[str]) -> list[Message]:
     return [Message.assistant(f"answer {k} " * 3)]
 
 
-def _strategies() -> list[TruncateToolOutputs]:
+def _strategies() -> list[TruncateToolOutputs | KeepRecentImages]:
     return [
         TruncateToolOutputs(20),
         TruncateToolOutputs(40, keep_recent_turns=1),
         TruncateToolOutputs(30, keep_recent_turns=2, marker="…"),
         TruncateToolOutputs(10, keep_recent_turns=4),
         TruncateToolOutputs(10_000),  # clips nothing: the input list itself comes back
+        KeepRecentImages(0),
+        KeepRecentImages(2),
+        KeepRecentImages(3, chunk=2),
+        KeepRecentImages(1, chunk=5, placeholder="[gone]"),
     ]
+
+
+def _change_settings(rng: random.Random, s: TruncateToolOutputs | KeepRecentImages) -> None:
+    if isinstance(s, KeepRecentImages):
+        if rng.random() < 0.5:
+            s.n = rng.randrange(4)
+        else:
+            s.chunk = rng.randrange(1, 4)
+    elif rng.random() < 0.5:
+        s.keep_recent_turns = rng.randrange(4)
+    else:
+        s.max_chars = rng.choice([10, 20, 40])
 
 
 def _fresh(strategy: ContextStrategy) -> ContextStrategy:
@@ -133,11 +151,7 @@ def test_a_list_changed_in_every_way_gives_what_a_fresh_strategy_gives(seed: int
             history = history[:cut]  # shorter: a rewound history
             pending = []
         else:
-            s = rng.choice(strategies)
-            if rng.random() < 0.5:
-                s.keep_recent_turns = rng.randrange(4)
-            else:
-                s.max_chars = rng.choice([10, 20, 40])
+            _change_settings(rng, rng.choice(strategies))
         for s in strategies:
             _check(s, history, history)
 
@@ -190,12 +204,20 @@ _CHANGES = st.lists(
     changes=_CHANGES,
     max_chars=st.integers(1, 60),
     keep_recent_turns=st.integers(0, 3),
+    images=st.tuples(st.integers(0, 4), st.integers(1, 3)),
     rewind=st.booleans(),
 )
 def test_any_sequence_of_changes_gives_what_a_fresh_strategy_gives(
-    changes: list[tuple[str, int]], max_chars: int, keep_recent_turns: int, rewind: bool
+    changes: list[tuple[str, int]],
+    max_chars: int,
+    keep_recent_turns: int,
+    images: tuple[int, int],
+    rewind: bool,
 ) -> None:
-    strategy = TruncateToolOutputs(max_chars, keep_recent_turns=keep_recent_turns)
+    strategies = [
+        TruncateToolOutputs(max_chars, keep_recent_turns=keep_recent_turns),
+        KeepRecentImages(images[0], chunk=images[1]),
+    ]
     pending: list[str] = []
     history = [Message.user("the task")]
     for k, (change, seed) in enumerate(changes):
@@ -215,7 +237,8 @@ def test_any_sequence_of_changes_gives_what_a_fresh_strategy_gives(
         if rewind and seed % 7 == 0 and len(history) > 2:
             history = history[: len(history) // 2]
             pending = []
-        _check(strategy, history, history)
+        for strategy in strategies:
+            _check(strategy, history, history)
 
 
 def _turns(n: int) -> list[Message]:
@@ -334,9 +357,56 @@ def test_reports_and_a_log_agree_with_the_memoised_call() -> None:
         assert report.tokens_after < report.tokens_before
 
 
-def test_a_list_of_other_things_raises_the_plain_paths_error() -> None:
-    strategy = TruncateToolOutputs(20)
+@pytest.mark.parametrize("strategy", [TruncateToolOutputs(20), KeepRecentImages(1)])
+def test_a_list_of_other_things_raises_the_plain_paths_error(strategy: ContextStrategy) -> None:
     history: list[Any] = [*_turns(2), {"role": "user", "content": "a dict"}]
     for s in (_fresh(strategy), strategy):
         with pytest.raises(InvalidMessage, match=r"messages\[6\]: expected a ctxtrim.Message"):
             s(history)
+
+
+def _shots(k: int, first: int) -> Message:
+    """A user message with ``k`` screenshots, numbered from ``first``."""
+    shots = (ImageBlock("image/png", str(first + j).encode()) for j in range(k))
+    return Message("user", (TextBlock(f"look {first}"), *shots))
+
+
+def _kept(messages: list[Message]) -> list[bytes]:
+    return [b.data for m in messages for b in m.content if type(b) is ImageBlock]
+
+
+def test_the_old_images_end_inside_a_message_then_past_it() -> None:
+    strategy = KeepRecentImages(2)
+    read: list[tuple[Message, int]] = []
+    without = strategy._without
+
+    def counted(message: Message, left: int) -> Message:
+        read.append((message, left))
+        return without(message, left)
+
+    strategy._without = counted  # type: ignore[method-assign]
+    history = [_shots(3, 0), Message.assistant("ok")]
+    out = strategy(history)
+    assert _kept(out) == [b"1", b"2"] and read == [(history[0], 1)]
+    history.append(_shots(1, 3))  # one more old image, in the same message
+    read.clear()
+    out = strategy(history)
+    assert _kept(out) == [b"2", b"3"] and read == [(history[0], 2)]
+    history.append(_shots(2, 4))  # the old ones now end past it: it is not read again
+    read.clear()
+    out = strategy(history)
+    assert _kept(out) == [b"4", b"5"] and read == [(history[0], 3), (history[2], 1)]
+    assert out == _fresh(strategy)(history)
+    assert strategy(out) is out  # a second run changes nothing
+
+
+def test_images_go_in_chunks_and_the_input_comes_back_until_a_chunk_is_old() -> None:
+    strategy = KeepRecentImages(1, chunk=3)
+    history = [_shots(1, 0)]
+    for first in range(1, 9):
+        history.append(_shots(1, first))
+        out = strategy(history)
+        assert out == _fresh(strategy)(history)
+        if len(history) < 4:
+            assert out is history
+    assert _kept(out) == [b"6", b"7", b"8"]
