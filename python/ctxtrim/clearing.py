@@ -6,12 +6,15 @@ all but the newest images. None of them removes a message, so none can separate 
 from its result: the history keeps every message at the same index, and only the content of
 some changes. Like the cut strategies (``ctxtrim.strategies``) they are pure (a new list, the
 input untouched), idempotent, and return the same list object when nothing changes; a
-result cleared or clipped once is recognised and skipped by the next call.
+result cleared or clipped once is recognised and skipped by the next call. Each remembers
+its pass over a history (``ctxtrim._memo``): what it decided of a message holds as messages
+are appended, so a call on a history that extends its last one reads only the new messages.
 """
 
 from __future__ import annotations
 
 import bisect
+import collections
 from collections.abc import Callable, Hashable, Sequence
 
 import msgspec
@@ -86,7 +89,24 @@ def _estimate(message: Message) -> int:
     return _core.message_tokens(message, counter=None)
 
 
-class TruncateToolOutputs(ContextStrategy):
+class _Clipped:
+    """:class:`TruncateToolOutputs`' pass over a history: the messages before ``end`` are
+    decided (their long results clipped in ``out``), ``out`` is the history with them, and
+    ``changed`` whether any was clipped. The boundary only moves forward as messages are
+    appended (the whole history with ``keep_recent_turns=0``; else the start of the
+    ``keep_recent_turns``-th last turn, and the core's turn starts, its real user messages,
+    only grow in number), and a message's clipping reads only the message and the settings,
+    so no decision is ever taken again."""
+
+    __slots__ = ("changed", "end", "out")
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.out: list[Message] = []
+        self.changed = False
+
+
+class TruncateToolOutputs(Memoised[_Clipped]):
     """Clip long tool results, in place (agentix, openai-agents): every result by default,
     all but those of the last ``keep_recent_turns`` user turns otherwise.
 
@@ -97,6 +117,10 @@ class TruncateToolOutputs(ContextStrategy):
     clipped text is at most that long. Applying it again therefore changes nothing; a result
     that shows its own ``compact_summary`` (a stand-in :class:`ClearToolResults` put there)
     is skipped too.
+
+    Like :class:`ClearToolResults`, a call on a history that extends its last one (a list, a
+    log or a store) reads only the messages appended since (``ctxtrim._memo``): the results
+    it clipped stay clipped, and the boundary of the recent turns only moves forward.
     """
 
     def __init__(
@@ -107,6 +131,7 @@ class TruncateToolOutputs(ContextStrategy):
             raise InvalidStrategy(f"marker must be a str, got {type(marker).__name__}")
         self.marker = marker
         self.keep_recent_turns = _check_int("keep_recent_turns", keep_recent_turns, 0)
+        self._init_memo()
 
     def __repr__(self) -> str:
         recent = f", keep_recent_turns={self.keep_recent_turns}" if self.keep_recent_turns else ""
@@ -141,28 +166,75 @@ class TruncateToolOutputs(ContextStrategy):
             new_items.append(item)
         return msgspec.structs.replace(block, content=tuple(new_items)) if changed else None
 
+    def _clipped(self, message: Message) -> Message | None:
+        """``message`` with its long tool results clipped, or None when none is."""
+        if message.role != "user":
+            return None
+        blocks = message.content
+        new_blocks: list[object] | None = None
+        for j, block in enumerate(blocks):
+            if type(block) is ToolResultBlock:
+                clipped = self._result(block)
+                if clipped is not None:
+                    if new_blocks is None:
+                        new_blocks = list(blocks)
+                    new_blocks[j] = clipped
+        if new_blocks is None:
+            return None
+        return msgspec.structs.replace(message, content=tuple(new_blocks))
+
+    def _end(self, log: _core.MessageLog | None, n: int) -> int:
+        """Where the results left as they are start: the ``keep_recent_turns``-th last turn
+        (none of them: the whole history is clipped when there are fewer turns than that)."""
+        if not self.keep_recent_turns:
+            return n
+        assert log is not None
+        start = log.kth_last_turn_start(self.keep_recent_turns)
+        return 0 if start is None else start
+
+    # -- the memoised pass (``ctxtrim._memo``) --------------------------------------------------
+
+    def _settings(self) -> Hashable:
+        return (self.max_chars, self.marker, self.keep_recent_turns)
+
+    def _needs_log(self) -> bool:
+        return self.keep_recent_turns > 0  # the turn starts, for the boundary
+
+    def _new_state(self) -> _Clipped:
+        return _Clipped()
+
+    def _advance(
+        self, state: _Clipped, seen: list[Message], start: int, count: Callable[[int], int]
+    ) -> bool:
+        for message in seen[start:]:
+            if not isinstance(message, Message):
+                raise TypeError  # not a history: the plain path raises its typed error
+        state.out += seen[start:]
+        return False
+
+    def _output(
+        self, state: _Clipped, log: _core.MessageLog | None, n: int
+    ) -> list[Message] | None:
+        end = self._end(log, n)
+        if end < state.end:
+            # Never under appends (turn starts only grow): the plain path, not a guess.
+            raise RuntimeError("the recent turns' boundary moved back")
+        out = state.out
+        for i in range(state.end, end):
+            clipped = self._clipped(out[i])
+            if clipped is not None:
+                out[i] = clipped
+                state.changed = True
+        state.end = end
+        return out if state.changed else None
+
     def _run(self, inp: _Input) -> _Outcome:
         messages = inp.messages
-        end = len(messages)
-        if self.keep_recent_turns:
-            start = inp.log.kth_last_turn_start(self.keep_recent_turns)
-            end = 0 if start is None else start
         changed: dict[int, Message] = {}
-        for i in range(end):
-            message = messages[i]
-            if message.role != "user":
-                continue
-            blocks = message.content
-            new_blocks: list[object] | None = None
-            for j, block in enumerate(blocks):
-                if type(block) is ToolResultBlock:
-                    clipped = self._result(block)
-                    if clipped is not None:
-                        if new_blocks is None:
-                            new_blocks = list(blocks)
-                        new_blocks[j] = clipped
-            if new_blocks is not None:
-                changed[i] = msgspec.structs.replace(message, content=tuple(new_blocks))
+        for i in range(self._end(inp.log, len(messages))):
+            clipped = self._clipped(messages[i])
+            if clipped is not None:
+                changed[i] = clipped
         if not changed:
             return _unchanged(inp)
         out = [changed.get(i, m) for i, m in enumerate(messages)]
@@ -377,7 +449,37 @@ class _EditStrategy(ContextStrategy):
         return _Outcome(out, list(range(len(messages))), set(edits))
 
 
-class KeepRecentImages(_EditStrategy):
+def _image_count(message: Message) -> int:
+    """The images of a message: in its content and in its tool results' lists."""
+    count = 0
+    for block in message.content:
+        if type(block) is ImageBlock:
+            count += 1
+        elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+            count += sum(type(item) is ImageBlock for item in block.content)
+    return count
+
+
+class _Images:
+    """:class:`KeepRecentImages`' pass over a history: the messages with images (index,
+    image count, the message as read), ``total`` images, and the oldest ``removed`` of
+    them replaced in ``out``. How many are old (``total - n``, rounded down to ``chunk``)
+    only grows as messages are appended, and a message's edit reads only the message and
+    how many of its images are old, so only the message where the old ones end is edited
+    again (when more of its images become old)."""
+
+    __slots__ = ("at", "before", "images", "out", "removed", "total")
+
+    def __init__(self) -> None:
+        self.images: list[tuple[int, int, Message]] = []
+        self.total = 0
+        self.removed = 0
+        self.at = 0  # images[at] holds the oldest image not removed yet
+        self.before = 0  # the images of images[:at]
+        self.out: list[Message] = []
+
+
+class KeepRecentImages(Memoised[_Images], _EditStrategy):
     """Keep only the newest ``n`` images; older ones become a short text ``placeholder``
     (Anthropic's computer-use reference agent does this: a screenshot per step is what
     overflows first).
@@ -387,7 +489,8 @@ class KeepRecentImages(_EditStrategy):
     (between ``n`` and ``n + chunk - 1`` are kept), so the history's prefix — and the
     provider's prompt cache — changes once every ``chunk`` images rather than every turn.
     Nothing is dropped and no tool id changes, so it is pair-safe; a second run finds at
-    most ``n + chunk - 1`` images and changes nothing.
+    most ``n + chunk - 1`` images and changes nothing. Like :class:`ClearToolResults`, a
+    call on a history that extends its last one reads only the messages appended since.
     """
 
     def __init__(self, n: int, *, placeholder: str = "[image removed]", chunk: int = 1) -> None:
@@ -396,50 +499,91 @@ class KeepRecentImages(_EditStrategy):
             raise InvalidStrategy(f"placeholder must be a non-empty str, got {placeholder!r}")
         self.placeholder = placeholder
         self.chunk = _check_int("chunk", chunk, 1)
+        self._init_memo()
 
     def __repr__(self) -> str:
         chunk = f", chunk={self.chunk}" if self.chunk > 1 else ""
         return f"KeepRecentImages({self.n}{chunk})"
 
+    def _removed(self, total: int) -> int:
+        """How many of ``total`` images, the oldest, are replaced."""
+        extra = total - self.n
+        return extra - extra % self.chunk if extra > 0 else 0
+
+    def _without(self, message: Message, left: int) -> Message:
+        """``message`` with its oldest ``left`` images replaced by the placeholder."""
+        text = TextBlock(self.placeholder)
+        blocks: list[object] = []
+        for block in message.content:
+            if type(block) is ImageBlock and left:
+                blocks.append(text)
+                left -= 1
+            elif type(block) is ToolResultBlock and not isinstance(block.content, str):
+                items: list[object] = []
+                for item in block.content:
+                    if type(item) is ImageBlock and left:
+                        items.append(text)
+                        left -= 1
+                    else:
+                        items.append(item)
+                if items != list(block.content):
+                    block = msgspec.structs.replace(block, content=tuple(items))
+                blocks.append(block)
+            else:
+                blocks.append(block)
+        assert left == 0
+        return msgspec.structs.replace(message, content=tuple(blocks))
+
     def _edits(self, messages: Sequence[Message]) -> dict[int, Message]:
         """The messages that lose images, by index (empty when nothing changes)."""
         where: list[int] = []  # the index of each image's message, oldest first
         for i, m in enumerate(messages):
-            for block in m.content:
-                if type(block) is ImageBlock:
-                    where.append(i)
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    where.extend(i for item in block.content if type(item) is ImageBlock)
-        extra = len(where) - self.n
-        remove = extra - extra % self.chunk if extra > 0 else 0
+            where.extend([i] * _image_count(m))
+        remove = self._removed(len(where))
         if remove <= 0:
             return {}
-        last = where[remove - 1]  # images of messages before it all go; of it, the oldest
-        left = remove
-        text = TextBlock(self.placeholder)
-        edits: dict[int, Message] = {}
-        for i in sorted(set(where[:remove])):
-            blocks: list[object] = []
-            for block in messages[i].content:
-                if type(block) is ImageBlock and left:
-                    blocks.append(text)
-                    left -= 1
-                elif type(block) is ToolResultBlock and not isinstance(block.content, str):
-                    items: list[object] = []
-                    for item in block.content:
-                        if type(item) is ImageBlock and left:
-                            items.append(text)
-                            left -= 1
-                        else:
-                            items.append(item)
-                    if items != list(block.content):
-                        block = msgspec.structs.replace(block, content=tuple(items))
-                    blocks.append(block)
-                else:
-                    blocks.append(block)
-            edits[i] = msgspec.structs.replace(messages[i], content=tuple(blocks))
-        assert left == 0 and max(edits) == last
-        return edits
+        # Images of messages before the last one's all go; of it, the oldest.
+        old = collections.Counter(where[:remove])
+        return {i: self._without(messages[i], gone) for i, gone in old.items()}
+
+    # -- the memoised pass (``ctxtrim._memo``) --------------------------------------------------
+
+    def _settings(self) -> Hashable:
+        return (self.n, self.placeholder, self.chunk)
+
+    def _needs_log(self) -> bool:
+        return False
+
+    def _new_state(self) -> _Images:
+        return _Images()
+
+    def _advance(
+        self, state: _Images, seen: list[Message], start: int, count: Callable[[int], int]
+    ) -> bool:
+        state.out += seen[start:]
+        for i in range(start, len(seen)):
+            if not isinstance(seen[i], Message):
+                raise TypeError  # not a history: the plain path raises its typed error
+            images = _image_count(seen[i])
+            if images:
+                state.images.append((i, images, seen[i]))
+                state.total += images
+        return False
+
+    def _output(self, state: _Images, log: _core.MessageLog | None, n: int) -> list[Message] | None:
+        remove = self._removed(state.total)
+        if remove < state.removed:
+            raise RuntimeError("fewer old images")  # never under appends: the plain path
+        images = state.images
+        while state.removed < remove:
+            i, count, message = images[state.at]
+            gone = min(count, remove - state.before)
+            state.out[i] = self._without(message, gone)
+            state.removed = state.before + gone
+            if gone == count:
+                state.at += 1
+                state.before += count
+        return state.out if state.removed else None
 
 
 def _issues_calls(message: Message) -> bool:

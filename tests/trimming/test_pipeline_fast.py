@@ -20,8 +20,10 @@ from ctxtrim import (
     ClearThinking,
     ClearToolResults,
     FitContextWindow,
+    HeadAndTail,
     KeepLastMessages,
     KeepLastTurns,
+    KeepRecentImages,
     MemoryContextStore,
     Message,
     Pipeline,
@@ -40,6 +42,8 @@ def _pipelines() -> list[Pipeline]:
             ClearToolResults({"messages": 12}, keep=1, clear_at_least=30), KeepLastMessages(9)
         ),
         Pipeline(ClearThinking(keep=0)),
+        Pipeline(TruncateToolOutputs(20, keep_recent_turns=1), FitContextWindow(700)),
+        Pipeline(KeepRecentImages(1), ClearToolResults(0, keep=2), FitContextWindow(500)),
         Pipeline(Pipeline(ClearToolResults(0, keep=0), ClearThinking(keep=2)), TrimRounds(4)),
     ]
 
@@ -150,7 +154,7 @@ def test_what_goes_through_the_plain_path() -> None:
         history += _round(rng, k, pending)
     counter = HeuristicTokenCounter("o200k_base")  # prices unlike the default
     cases: list[tuple[Pipeline, Any]] = [
-        (Pipeline(TruncateToolOutputs(20), FitContextWindow(500)), history),
+        (Pipeline(ClearToolResults(0, keep=1), HeadAndTail(2, 20)), history),
         (Pipeline(ClearToolResults(0, keep=1), FitContextWindow(500, counter=counter)), history),
         (
             Pipeline(ClearToolResults(0, keep=1), FitContextWindow(500)),
