@@ -1,9 +1,12 @@
 """What an in-place strategy remembers of the histories it was called on, so that a turn
 costs the messages appended since its last call, not the whole history.
 
-``ClearToolResults`` and ``ClearThinking`` (``ctxtrim.clearing``) decide every message from
-the history read oldest first: a pass that keeps its state (``Memo.state``) can
-take up where it stopped when the next call's history extends the last one. A strategy
+The in-place strategies of ``ctxtrim.clearing`` (``TruncateToolOutputs``,
+``ClearToolResults``, ``KeepRecentImages``, ``ClearThinking``) decide every message from the
+history read oldest first: a pass that keeps its state (``Memo.state``) can take up where
+it stopped when the next call's history extends the last one. A ``Pipeline`` runs such a
+pass through :meth:`Memoised._private` and passes its own list to the next step while it
+holds the memo's lock (``ctxtrim.strategies``). A strategy
 keeps one :class:`Memo` per history (up to :data:`MEMOS`, least recently used dropped): the
 messages read (``seen``), the pass's state, and for a plain list a log of its own that
 carries the token total and the turn count a trigger reads. Invariants:
