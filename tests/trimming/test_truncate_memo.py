@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_clearing_memo import _check, _fresh
 
 from ctxtrim import (
     FitContextWindow,
@@ -97,29 +98,6 @@ def _change_settings(rng: random.Random, s: TruncateToolOutputs | KeepRecentImag
         s.keep_recent_turns = rng.randrange(4)
     else:
         s.max_chars = rng.choice([10, 20, 40])
-
-
-def _fresh(strategy: ContextStrategy) -> ContextStrategy:
-    """A copy of ``strategy`` that remembers nothing (a copy starts with no memo)."""
-    twin = copy.copy(strategy)
-    assert not twin._memos  # type: ignore[attr-defined]
-    return twin
-
-
-def _check(strategy: ContextStrategy, source: Any, messages: list[Message]) -> list[Message]:
-    """``strategy(source)`` is what a strategy remembering nothing returns on ``messages``
-    (the history ``source`` holds): equal, the same objects where nothing changed, and the
-    input list itself when nothing changes."""
-    out: list[Message] = strategy.apply(source)
-    expected, report = _fresh(strategy).apply(list(messages), report=True)
-    assert out == expected
-    assert len(out) == len(messages)
-    for i, m in enumerate(out):
-        if i not in report.changed:
-            assert m is messages[i], i
-    if isinstance(source, list):
-        assert (out is source) == report.unchanged
-    return out
 
 
 @pytest.mark.parametrize("seed", range(10))
