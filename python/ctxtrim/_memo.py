@@ -65,6 +65,7 @@ class Memo(Generic[S]):
 
     __slots__ = (
         "counts",
+        "delta",
         "generation",
         "handed",
         "key",
@@ -90,6 +91,7 @@ class Memo(Generic[S]):
         self.log = log
         self.generation = generation
         self.counts = False
+        self.delta = 0  # tokens replaced messages changed by, not in `log` (see _take_in)
         self.key: tuple[bool, int] | None = None
         self.handed: list[list[Message]] = []  # the lists last returned, oldest first
 
@@ -140,6 +142,16 @@ class Memoised(ContextStrategy, Generic[S]):
     def _output(self, state: S, log: _core.MessageLog | None, n: int) -> list[Message] | None:
         """The state's output list (the strategy's own, never handed out itself), or None
         when nothing changes; ``log``: the totals (None when no trigger reads them)."""
+        raise NotImplementedError
+
+    def _replaceable(self, state: S, i: int, old: Message, new: Message) -> bool:
+        """Whether the pass's decisions stand with message ``i`` (read as ``old``) now
+        ``new``, of the same role and kind of user message; then :meth:`_replace` takes it
+        in. False (the default) reads the history again from the start."""
+        return False
+
+    def _replace(self, state: S, i: int, old: Message, new: Message) -> None:
+        """Takes in ``new`` at ``i`` in place of ``old`` (see :meth:`_replaceable`)."""
         raise NotImplementedError
 
     # -- the memoised call ---------------------------------------------------------------------
@@ -204,10 +216,34 @@ class Memoised(ContextStrategy, Generic[S]):
         if len(messages) < k or (k and messages[0] is not seen[0]):
             return None
         seen += messages[k:]
-        if _core.differing(seen, messages, 0) is None:  # not the same objects throughout
+        replaced = _core.differing(seen, messages, _REPLACED)
+        if replaced is None or (replaced and not self._take_in(memo, replaced, messages)):
             del seen[k:]  # the memo stays as it was, for its own history
             return None
         return k
+
+    def _take_in(self, memo: Memo[S], replaced: list[int], messages: list[Message]) -> bool:
+        """Takes in the messages at ``replaced`` (other objects than those read, as a previous
+        ``Pipeline`` step's edit puts there) if the strategy's decisions stand with each;
+        else changes nothing and returns False. A list's memo log keeps the token change
+        aside (``delta``); its turns stand, a replacement keeping the role and the kind of
+        user message."""
+        seen, state = memo.seen, memo.state
+        for i in replaced:
+            old, new = seen[i], messages[i]
+            if (
+                old.role != new.role
+                or old.is_real_user != new.is_real_user
+                or not self._replaceable(state, i, old, new)
+            ):
+                return False
+        for i in replaced:
+            old, new = seen[i], messages[i]
+            self._replace(state, i, old, new)
+            seen[i] = new
+            if memo.log is not None:
+                memo.delta += _core.message_tokens(new) - _core.message_tokens(old)
+        return True
 
     def _on_list(self, messages: list[Message]) -> tuple[list[Message], Memo[S] | None]:
         key = (False, id(messages))
@@ -231,7 +267,8 @@ class Memoised(ContextStrategy, Generic[S]):
             else:
                 count = _no_counts
             self._advance(memo.state, memo.seen, k, count)
-            out = self._output(memo.state, log, n)
+            totals = log if log is None or not memo.delta else _Totals(log, memo.delta)
+            out = self._output(memo.state, totals, n)  # type: ignore[arg-type]  # its totals
         except Exception:
             self._memos.pop(key, None)
             raise _Fallback from None
@@ -336,6 +373,28 @@ def _hand_out(memo: Memo[Any], private: list[Message]) -> list[Message]:
     if len(pool) > _HANDED:
         del pool[0]
     return handed
+
+
+#: Replaced messages a memo takes in (:meth:`Memoised._take_in`); past that it reads again.
+_REPLACED = 64
+
+
+class _Totals:
+    """A memo log's totals as a trigger reads them, with the token change of the messages
+    replaced since it read them (``delta``); the rest is the log's (its turns stand)."""
+
+    __slots__ = ("delta", "log")
+
+    def __init__(self, log: _core.MessageLog, delta: int) -> None:
+        self.log = log
+        self.delta = delta
+
+    @property
+    def total_tokens(self) -> int:
+        return self.log.total_tokens + self.delta
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.log, name)
 
 
 class _Fallback(Exception):

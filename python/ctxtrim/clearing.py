@@ -397,6 +397,43 @@ class ClearToolResults(Memoised[_Results]):
                 state.freed += gain - state.gains.get(i, 0)
                 state.gains[i] = gain
 
+    def _replaceable(self, state: _Results, i: int, old: Message, new: Message) -> bool:
+        # The decisions read only the calls and results (found by the same objects, the
+        # results at the same places) and, with `clear_at_least`, the source's counts.
+        if self.clear_at_least:
+            return False
+        was, now = _paired_blocks(old), _paired_blocks(new)
+        return len(was) == len(now) and all(
+            a is b and (j == k or type(a) is ToolUseBlock)
+            for (j, a), (k, b) in zip(was, now, strict=True)
+        )
+
+    def _replace(self, state: _Results, i: int, old: Message, new: Message) -> None:
+        # A call may have moved within its message (a block before it dropped, say reasoning):
+        # its place is remembered by the pending calls, the pairs (ordered by call) and the
+        # edits of its input.
+        moved = {
+            j: k
+            for (j, _), (k, _) in zip(_paired_blocks(old), _paired_blocks(new), strict=True)
+            if j != k
+        }
+        if moved:
+            for cid, (m, j, name) in list(state.latest.items()):
+                if m == i:
+                    state.latest[cid] = (m, moved.get(j, j), name)
+            pairs = state.pairs
+            for p in range(bisect.bisect_left(pairs, (i,)), bisect.bisect_left(pairs, (i + 1,))):
+                call_i, call_j, name, res_i, res_j = pairs[p]
+                pairs[p] = (call_i, moved.get(call_j, call_j), name, res_i, res_j)
+            if i in state.edits:
+                state.edits[i] = {moved.get(j, j): b for j, b in state.edits[i].items()}
+        blocks = state.edits.get(i)
+        if blocks is None:
+            state.out[i] = new
+        else:
+            content = tuple(blocks.get(j, b) for j, b in enumerate(new.content))
+            state.out[i] = msgspec.structs.replace(new, content=content)
+
     def _output(
         self, state: _Results, log: _core.MessageLog | None, n: int
     ) -> list[Message] | None:
@@ -586,6 +623,17 @@ class KeepRecentImages(Memoised[_Images], _EditStrategy):
         return state.out if state.removed else None
 
 
+def _paired_blocks(message: Message) -> list[tuple[int, object]]:
+    """The tool calls and results of a message, with their places in its content."""
+    return [
+        (j, b) for j, b in enumerate(message.content) if type(b) in (ToolUseBlock, ToolResultBlock)
+    ]
+
+
+def _has_reasoning(message: Message) -> bool:
+    return any(type(b) is ReasoningBlock for b in message.content)
+
+
 def _issues_calls(message: Message) -> bool:
     """Whether an assistant message issues a tool call (a client or a provider one)."""
     for block in message.content:
@@ -688,6 +736,20 @@ class ClearThinking(Memoised["_Thinking"], _EditStrategy):
                 else:
                     state.open[j] = state.closed[j]
         return False
+
+    def _replaceable(self, state: _Thinking, i: int, old: Message, new: Message) -> bool:
+        # The decisions read whether a message issues calls and whether it has reasoning.
+        return _issues_calls(old) == _issues_calls(new) and _has_reasoning(old) == _has_reasoning(
+            new
+        )
+
+    def _replace(self, state: _Thinking, i: int, old: Message, new: Message) -> None:
+        at = bisect.bisect_left(state.reasoning, (i,))
+        if at < state.old and state.reasoning[at][0] == i:  # old: cleared (or kept open)
+            state.closed[i] = self._cleared(new)
+            state.open[i] = new if i in state.kept_open else state.closed[i]
+        else:
+            state.closed[i] = state.open[i] = new
 
     def _cleared(self, message: Message) -> Message:
         content = tuple(b for b in message.content if type(b) is not ReasoningBlock)

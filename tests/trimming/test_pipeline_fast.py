@@ -42,6 +42,12 @@ def _pipelines() -> list[Pipeline]:
             ClearToolResults({"messages": 12}, keep=1, clear_at_least=30), KeepLastMessages(9)
         ),
         Pipeline(ClearThinking(keep=0)),
+        # A token trigger read after the first step dropped reasoning (its totals change).
+        Pipeline(ClearThinking(keep=0), ClearToolResults(900, keep=1), FitContextWindow(900)),
+        Pipeline(
+            ClearToolResults(300, keep=1, clear_tool_inputs=True),
+            ClearThinking(keep=1, trigger=500),
+        ),
         Pipeline(TruncateToolOutputs(20, keep_recent_turns=1), FitContextWindow(700)),
         Pipeline(KeepRecentImages(1), ClearToolResults(0, keep=2), FitContextWindow(500)),
         Pipeline(Pipeline(ClearToolResults(0, keep=0), ClearThinking(keep=2)), TrimRounds(4)),
@@ -244,3 +250,38 @@ def test_a_pipeline_holds_its_memos_for_the_call_and_lets_go_after() -> None:
     assert twice(history) == _plain(twice, history)
     assert clear._memo_lock.acquire(blocking=False)
     clear._memo_lock.release()
+
+
+def test_a_step_after_an_in_place_step_reads_only_what_was_appended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second step's input is the first step's list, edited in place every turn (a
+    reasoning block dropped, a result cleared): its memo takes those edits in rather than
+    reading the history again."""
+    starts: list[tuple[str, int, int]] = []
+    for cls in (ClearToolResults, ClearThinking):
+        advance = cls._advance
+
+        def spy(self: Any, state: Any, seen: Any, start: int, *rest: Any, _a: Any = advance) -> Any:
+            starts.append((type(self).__name__, start, len(seen)))
+            return _a(self, state, seen, start, *rest)
+
+        monkeypatch.setattr(cls, "_advance", spy)
+    for first, second in [
+        (ClearThinking(keep=1), ClearToolResults(0, keep=1, clear_tool_inputs=True)),
+        (ClearToolResults(200, keep=1), ClearThinking(keep=1, trigger=300)),
+    ]:
+        pipeline = Pipeline(first, second, FitContextWindow(2_000))
+        rng = random.Random(2)
+        pending: list[str] = []
+        history = [Message.system("sys"), Message.user("the task")]
+        for k in range(60):
+            history += _round(rng, k, pending)
+        starts.clear()
+        pipeline(history)
+        for k in range(60, 90):
+            before = len(history)
+            history += _round(rng, k, pending)
+            starts.clear()
+            assert pipeline(history) == _plain(pipeline, history)
+            assert [start for _, start, _ in starts[:2]] == [before, before], starts
