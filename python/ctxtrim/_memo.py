@@ -14,12 +14,15 @@ carries the token total and the turn count a trigger reads. Invariants:
 * **A memo is used only for a history that extends what it read.** A plain list is
   compared with ``seen`` after ``seen`` takes the list's new messages, by identity, entry by
   entry (the core's ``differing``: one pass over two arrays of pointers), so a list edited
-  anywhere (another list, a message replaced, even by an equal one, inserted or removed, a
-  shorter list) is read again from the start. A ``MessageLog`` or ``MemoryContextStore`` is
-  the memo's own log object at the generation it read: appends never bump the generation,
-  every other write does (a fork is another object), so its new messages are those past
-  the memo's length. Any other log (``await store.load_log()``'s snapshots) is compared
-  like a list.
+  anywhere (another list, a message inserted or removed, a shorter list) is read again from
+  the start. A few messages replaced in place (a previous ``Pipeline`` step's edits, an
+  equal copy put in) are taken in instead when they keep their role and kind of user
+  message and the strategy says its decisions stand with them (``_replaceable``; a list
+  memo's log then keeps the token change aside in ``delta``, for the trigger). A
+  ``MessageLog`` or ``MemoryContextStore`` is the memo's own log object at the generation it
+  read: appends never bump the generation, every other write does (a fork is another
+  object), so its new messages are those past the memo's length. Any other log (``await
+  store.load_log()``'s snapshots) is compared like a list.
 * **The settings a pass read are part of the memo.** Changing ``keep``, ``placeholder``...
   on the strategy starts a new pass; the trigger is checked on every call, from the totals.
 * **Tokens come from the source's own counts**, as without the memo: a list's estimate
