@@ -33,6 +33,7 @@ pub mod anthropic_json;
 pub mod chat_json;
 pub mod column;
 pub mod cuts;
+pub mod head;
 pub mod json_read;
 pub mod json_write;
 pub mod log;

@@ -17,11 +17,9 @@
 //! reads twice as far back and asks again, up to the head (then it holds the whole history,
 //! where nothing is uncertain, and decides on a [`MessageLog`] of it).
 //!
-//! The head is read from the front by [`HeadReader`] until the task (the first real user
-//! message) or, without a pinned task, the first message after the leading system messages.
-//! A head in which some message issues a tool call cannot be judged from the two ends (its
-//! call may be answered anywhere), so [`HeadReader`] says [`HeadStep::Whole`] and the caller
-//! uses the whole history. Well-formed agent histories (system, task, then rounds) never do.
+//! The head is read from the front by [`HeadReader`] (`crate::head`) until the task (the
+//! first real user message) or, without a pinned task, the first message after the leading
+//! system messages; a head that issues a tool call sends the caller to the whole history.
 //!
 //! A [`Tail`] is kept from one decision to the next (a strategy keeps one for the list it is
 //! called on): each message it holds is the caller's item, which names it (in the bindings,
@@ -35,89 +33,10 @@
 use std::collections::VecDeque;
 
 use crate::cuts::PinnedHead;
+pub use crate::head::{HeadReader, HeadStep};
 use crate::log::{Cut, MessageLog};
 use crate::meta::{Meta, Role};
 use crate::window::{decide, keep_all, Answer, CutIndex, NeedMore, Options, Rule, Window};
-
-/// What [`HeadReader::push`] needs next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeadStep {
-    /// Push the next message.
-    More,
-    /// The head is the messages pushed so far.
-    Done,
-    /// The head cannot be judged from the front: decide on the whole history.
-    Whole,
-}
-
-/// Reads the pinned head from the front, one message at a time.
-#[derive(Clone, Debug)]
-pub struct HeadReader {
-    pin_task: bool,
-    pushed: usize,
-    system_end: usize,
-    task: Option<usize>,
-}
-
-impl HeadReader {
-    /// A reader for a head with (`pin_task`) or without the task.
-    #[must_use]
-    pub fn new(pin_task: bool) -> Self {
-        Self {
-            pin_task,
-            pushed: 0,
-            system_end: 0,
-            task: None,
-        }
-    }
-
-    /// The state before any message: an empty history is its own (empty) head.
-    #[must_use]
-    pub fn first_step(&self, len: usize) -> HeadStep {
-        if len == 0 {
-            HeadStep::Whole
-        } else {
-            HeadStep::More
-        }
-    }
-
-    /// Reads the next message from the front; `len` is the history's length.
-    pub fn push(&mut self, meta: &Meta, len: usize) -> HeadStep {
-        let i = self.pushed;
-        self.pushed += 1;
-        if meta.role == Role::System && self.system_end == i {
-            self.system_end = i + 1;
-        } else if !self.pin_task {
-            // The head is the leading system messages; this one is not part of it.
-            self.pushed = i;
-            return HeadStep::Done;
-        }
-        if !meta.tool_uses.is_empty() {
-            return HeadStep::Whole;
-        }
-        if self.pin_task && meta.is_real_user() {
-            self.task = Some(i);
-            return HeadStep::Done;
-        }
-        if self.pushed >= len {
-            HeadStep::Whole
-        } else {
-            HeadStep::More
-        }
-    }
-
-    /// Number of messages the head spans (read so far).
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.pushed
-    }
-
-    /// True if nothing was read.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.pushed == 0
-    }
-}
 
 /// Messages read past what a rule surely needs before the first try: a tool round.
 const SLACK: usize = 4;
@@ -138,9 +57,9 @@ pub const KEEP_LIMIT: usize = 1 << 14;
 /// Kept from one decision to the next, it reads only what changed: the items at the positions
 /// it holds are checked against the history (a difference cuts what it holds back to there;
 /// one in the head or a shorter history, and it starts afresh), messages appended since are
-/// added at the end, and it reads further back
-/// only when a question needs it. So an agent that appends a round and trims again pays for
-/// the new messages and one comparison per message held, not for re-reading its window.
+/// added at the end, and it reads further back only when a question needs it. So an agent
+/// that appends a round and trims again pays for the new messages and one comparison per
+/// message held, not for re-reading its window.
 ///
 /// Invariants, for the history of `len` messages last decided on:
 /// - `head.read` holds messages `[0, head.read.len())` as its reader read them (the head, and
@@ -1023,15 +942,5 @@ mod tests {
         }
         assert_eq!(held.safe_cut_at_or_before(5), Err(NeedMore));
         assert_eq!(held.safe_cut_at_or_after(6), Ok(6));
-    }
-
-    #[test]
-    fn a_call_in_the_head_means_the_whole_history() {
-        let mut reader = HeadReader::new(true);
-        assert_eq!(reader.push(&Meta::system(1), 5), HeadStep::More);
-        assert_eq!(
-            reader.push(&Meta::assistant(1).with_tool_uses(["x"]), 5),
-            HeadStep::Whole
-        );
     }
 }
