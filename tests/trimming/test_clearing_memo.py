@@ -12,6 +12,7 @@ import copy
 import pickle
 import random
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -126,27 +127,32 @@ def test_a_list_changed_in_every_way_gives_what_a_fresh_strategy_gives(seed: int
             _check(s, history, history)
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_a_store_and_its_forks_give_what_a_fresh_strategy_gives(seed: int) -> None:
+def drive_stores(
+    seed: int,
+    strategies: Sequence[ContextStrategy],
+    round_of: Callable[[random.Random, int, list[str]], list[Message]],
+    rewritable: Callable[[Message], bool],
+) -> None:
+    """Random appends, forks, rewrites (of a ``rewritable`` message) and snapshots of memory
+    stores, every strategy checked (:func:`_check`) on every store after each."""
     rng = random.Random(seed)
     pending: list[str] = []
     start = [Message.system("sys"), Message.user("the task")]
     stores = [MemoryContextStore(start)]
-    strategies = _strategies()
     k = 0
     for _ in range(60):
         op = rng.random()
         store = rng.choice(stores)
         if op < 0.75:
             k += 1
-            asyncio.run(store.append_many(_round(rng, k, pending)))
+            asyncio.run(store.append_many(round_of(rng, k, pending)))
         elif op < 0.85 and len(stores) < 4:
             stores.append(asyncio.run(store.fork()))
         elif op < 0.92 and len(store.log) > 3:
             # A rewrite: the generation moves, the memo must read the log again.
             log = store.log
             i = rng.randrange(2, len(log))
-            if log[i].role == "user" and not log[i].tool_results:
+            if rewritable(log[i]):
                 log.replace_at(i, Message.user("rewritten"), log.generation)
         else:
             snapshot = store.log.snapshot()  # another log object with the same messages
@@ -155,6 +161,11 @@ def test_a_store_and_its_forks_give_what_a_fresh_strategy_gives(seed: int) -> No
         for s in strategies:
             for st in stores:
                 _check(s, st, st.log.to_list())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_store_and_its_forks_give_what_a_fresh_strategy_gives(seed: int) -> None:
+    drive_stores(seed, _strategies(), _round, lambda m: m.role == "user" and not m.tool_results)
 
 
 def _pairs(n: int) -> list[Message]:

@@ -9,7 +9,6 @@ forked, a snapshot), on random histories and on a Hypothesis-drawn sequence of c
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import pickle
 import random
@@ -18,13 +17,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_clearing_memo import _check, _fresh
+from test_clearing_memo import _check, _fresh, drive_stores
 
 from ctxtrim import (
     FitContextWindow,
     ImageBlock,
     KeepRecentImages,
-    MemoryContextStore,
     Message,
     MessageLog,
     Pipeline,
@@ -136,33 +134,7 @@ def test_a_list_changed_in_every_way_gives_what_a_fresh_strategy_gives(seed: int
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_store_and_its_forks_give_what_a_fresh_strategy_gives(seed: int) -> None:
-    rng = random.Random(seed)
-    pending: list[str] = []
-    start = [Message.system("sys"), Message.user("the task")]
-    stores = [MemoryContextStore(start)]
-    strategies = _strategies()
-    k = 0
-    for _ in range(60):
-        op = rng.random()
-        store = rng.choice(stores)
-        if op < 0.75:
-            k += 1
-            asyncio.run(store.append_many(_round(rng, k, pending)))
-        elif op < 0.85 and len(stores) < 4:
-            stores.append(asyncio.run(store.fork()))
-        elif op < 0.92 and len(store.log) > 3:
-            # A rewrite: the generation moves, the memo must read the log again.
-            log = store.log
-            i = rng.randrange(2, len(log))
-            if not log[i].tool_results:
-                log.replace_at(i, Message.user("rewritten"), log.generation)
-        else:
-            snapshot = store.log.snapshot()  # another log object with the same messages
-            for s in strategies:
-                _check(s, snapshot, snapshot.to_list())
-        for s in strategies:
-            for one in stores:
-                _check(s, one, one.log.to_list())
+    drive_stores(seed, _strategies(), _round, lambda m: not m.tool_results)
 
 
 # A change between two calls, as Hypothesis draws it: append a round (drawn by a seed),
