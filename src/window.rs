@@ -146,6 +146,22 @@ pub struct Window {
     pub over_budget: bool,
 }
 
+impl Window {
+    /// The kept ranges with adjacent ones joined (the pinned system prompt and task, and
+    /// the suffix right after them): one slice each.
+    #[must_use]
+    pub fn slices(&self) -> Vec<(usize, usize)> {
+        let mut out: Vec<(usize, usize)> = Vec::with_capacity(self.ranges.len());
+        for &(a, b) in &self.ranges {
+            match out.last_mut() {
+                Some(last) if last.1 == a => last.1 = b,
+                _ => out.push((a, b)),
+            }
+        }
+        out
+    }
+}
+
 /// The pinned head as kept ranges.
 struct Head {
     ranges: Vec<(usize, usize)>,

@@ -439,8 +439,10 @@ class MemoryContextStore(ContextStore):
     async def append(self, message: Message) -> None:
         if self._closed:
             raise _closed()
-        tokens = None if self._counter is None else _counted(self._counter, message, "message")
-        self._log.append(message, tokens=tokens)
+        if self._counter is None:
+            self._log.append(message)  # the core estimates the count when it indexes it
+        else:
+            self._log.append(message, tokens=_counted(self._counter, message, "message"))
 
     async def append_many(self, messages: Sequence[Message]) -> None:
         if self._closed:

@@ -487,6 +487,13 @@ class _CoreCut(_CutStrategy):
                     raise
         return self.apply(messages, format=format)
 
+    def apply(self, source: Any, *, report: bool = False, format: str = "auto") -> Any:
+        # A server turn's call (a memory store, no report, unwatched) goes straight to the
+        # core: the generic path's frames cost as much as the core's decision on a turn.
+        if type(source) is MemoryContextStore and not report and not _observe.state.watching:
+            return self._cut_log(source.log)
+        return super().apply(source, report=report, format=format)
+
     def _apply_fast(self, source: Source) -> list[Message] | None:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no
         # per-call log or report built; reports, `describe` and `Pipeline` go through `_run`.
@@ -494,10 +501,13 @@ class _CoreCut(_CutStrategy):
             return self(source)
         log = source.log if isinstance(source, MemoryContextStore) else source
         if isinstance(log, _core.MessageLog):
-            # One call: the window of the log as it is now, whatever is written meanwhile.
-            value = getattr(self, self._value)
-            return _core.cut_log(log, self._rule, value, self.pin_task, self.start_with_user)[0]
+            return self._cut_log(log)
         return None
+
+    def _cut_log(self, log: _core.MessageLog) -> list[Message]:
+        # One call: the window of the log as it is now, whatever is written meanwhile.
+        value = getattr(self, self._value)
+        return _core.cut_log(log, self._rule, value, self.pin_task, self.start_with_user)[0]
 
     def _run(self, inp: _Input) -> _Outcome:
         ranges, unchanged, over = self._window(inp.log)

@@ -356,11 +356,52 @@ impl PyMessageLog {
         start: usize,
         end: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
+        Ok(self
+            .slice_of(py, None, start, end)?
+            .unwrap_or_else(|| PyList::empty(py)))
+    }
+
+    /// The messages `[a, b)` of each of `ranges` of `log` (an indexed clone of ours; adjacent
+    /// ranges joined, as `Window::slices` gives them) as one new list: slices of the mirror
+    /// while we are still at `log`'s generation (then our messages below `log.len()` are
+    /// `log`'s, appends alone having come since), else read from `log`'s entries. A window
+    /// read this way costs list slices, not a pass over the entries.
+    pub fn read_ranges<'py>(
+        &self,
+        py: Python<'py>,
+        log: &Log,
+        ranges: &[(usize, usize)],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut kept: Option<Bound<'py, PyList>> = None;
+        for &(a, b) in ranges {
+            let Some(part) = self.slice_of(py, Some(log.generation()), a, Some(b))? else {
+                let payloads = ranges.iter().flat_map(|&(a, b)| log.payloads(a, b));
+                return PyList::new(py, payloads.map(|p| p.bind(py)));
+            };
+            match &kept {
+                None => kept = Some(part),
+                Some(list) => list.set_slice(list.len(), list.len(), &part)?,
+            }
+        }
+        Ok(kept.unwrap_or_else(|| PyList::empty(py)))
+    }
+
+    /// [`Self::slice`], or None when `generation` is given and we are no longer at it.
+    fn slice_of<'py>(
+        &self,
+        py: Python<'py>,
+        generation: Option<u64>,
+        start: usize,
+        end: Option<usize>,
+    ) -> PyResult<Option<Bound<'py, PyList>>> {
         let (list, offset, start, end) = {
             let mut state = self.state(py);
+            if generation.is_some_and(|g| g != state.log.generation()) {
+                return Ok(None);
+            }
             let len = state.len();
             if len < MIRROR_FROM {
-                return state.list(py, start, end.unwrap_or(len));
+                return state.list(py, start, end.unwrap_or(len)).map(Some);
             }
             let end = end.unwrap_or(len).min(len);
             let start = start.min(end);
@@ -371,14 +412,14 @@ impl PyMessageLog {
                 // Shorter than the mirror and before it (the pinned head of a window, say):
                 // read from the entries rather than rebuild the mirror from there, which
                 // would cost every snapshot taken per turn O(n).
-                return state.list(py, start, end);
+                return state.list(py, start, end).map(Some);
             }
             let (list, offset) = state.readable_mirror(py, start)?;
             (list, offset, start, end)
         };
         // Sliced outside the lock: the list is only ever appended to, so its items up to
         // `end - offset` stay what they were when the lock was held; `offset <= start`.
-        Ok(list.bind(py).get_slice(start - offset, end - offset))
+        Ok(Some(list.bind(py).get_slice(start - offset, end - offset)))
     }
 
     /// Apply an O(n) rewrite (replace_prefix, remove_turn) without holding the lock or the

@@ -184,9 +184,10 @@ impl PyTail {
 ///
 /// The one call a strategy on a `MessageLog` (or a `MemoryContextStore`'s) makes: the log's
 /// queued appends indexed and an O(1) clone of it taken under its lock, the window decided on
-/// the clone with the cached counts, and the kept messages read from the clone's entries, so
-/// the result is the window of the log as it was at the call whatever is written to it
-/// meanwhile (what a snapshot gives, without one). The caches kept on the messages the
+/// the clone with the cached counts, and the kept messages read as the clone holds them
+/// (slices of the log's mirror, `PyMessageLog::read_ranges`), so the result is the window
+/// of the log as it was at the call whatever is written to it meanwhile (what a snapshot
+/// gives, without one). The caches kept on the messages the
 /// window left behind are released (`PyMessageLog::release`). `(kept, over_budget)`.
 #[pyfunction]
 pub fn cut_log<'py>(
@@ -208,12 +209,10 @@ pub fn cut_log<'py>(
     if let Some((&(start, _), head)) = window.ranges.split_last() {
         owner.release(py, &log, head, start);
     }
-    let kept = window
-        .ranges
-        .iter()
-        .flat_map(|&(a, b)| log.payloads(a, b))
-        .map(|p| p.bind(py));
-    Ok((PyList::new(py, kept)?, window.over_budget))
+    Ok((
+        owner.read_ranges(py, &log, &window.slices())?,
+        window.over_budget,
+    ))
 }
 
 /// The one call a strategy on a plain list makes (`FitContextWindow(8000)(history)`): the
@@ -246,14 +245,7 @@ pub fn cut_list<'py>(
     if window.unchanged {
         return Ok(messages.clone());
     }
-    // Adjacent ranges (the pinned system prompt and task) are one slice.
-    let mut ranges: Vec<(usize, usize)> = Vec::with_capacity(window.ranges.len());
-    for (a, b) in window.ranges {
-        match ranges.last_mut() {
-            Some(last) if last.1 == a => last.1 = b,
-            _ => ranges.push((a, b)),
-        }
-    }
+    let ranges = window.slices();
     // A counter's Python code may have shortened the list meanwhile: slices clamp.
     let mut parts = ranges.iter().map(|&(a, b)| messages.get_slice(a, b));
     let kept = parts.next().unwrap_or_else(|| PyList::empty(messages.py()));
