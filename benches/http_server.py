@@ -11,6 +11,9 @@ body (4 new Chat Completions messages, ~1 KB of JSON) for a session:
   ``store.append_many`` → ``FitContextWindow(8000).apply(store)`` →
   ``to_openai_chat_json(window)``, returned as the response body (the request a server
   would post to the provider, ~30 KB);
+- ``/json/{session}``: the same turn with the window written by
+  ``FitContextWindow(8000).apply_json(store, "openai")``, which copies what the session's
+  last request shares with this one instead of reading the window's messages again;
 - ``/noop/{session}``: reads the body and returns a prebuilt window of the same size: the
   same server, sockets and client, with no history work at all.
 
@@ -61,6 +64,11 @@ def _app(sessions: int, messages: int) -> Any:
         window = fit.apply(store)
         return Response(to_openai_chat_json(window), media_type="application/json")
 
+    async def turn_json(request: Request) -> Response:
+        store = stores[int(request.path_params["session"])]
+        await store.append_many(from_openai_chat_json(await request.body()))
+        return Response(fit.apply_json(store, "openai"), media_type="application/json")
+
     async def noop(request: Request) -> Response:
         await request.body()
         return Response(prebuilt, media_type="application/json")
@@ -68,6 +76,7 @@ def _app(sessions: int, messages: int) -> Any:
     return Starlette(
         routes=[
             Route("/turn/{session}", turn, methods=["POST"]),
+            Route("/json/{session}", turn_json, methods=["POST"]),
             Route("/noop/{session}", noop, methods=["POST"]),
         ]
     )
@@ -137,16 +146,16 @@ def main() -> None:
         # Each request is a new turn: bodies past every session's history.
         first = args.sessions * args.messages // 4
         bodies = [json.dumps(turn_dicts(first + i)).encode() for i in range(1000)]
-        rates: dict[str, list[float]] = {"noop": [], "turn": []}
-        asyncio.run(_round(port, "noop", args, bodies))  # warm both up
-        asyncio.run(_round(port, "turn", args, bodies))
+        rates: dict[str, list[float]] = {route: [] for route in ROUTES}
+        for route in ROUTES:  # warm every route up
+            asyncio.run(_round(port, route, args, bodies))
         for _ in range(args.rounds):
-            for route in ("noop", "turn"):
+            for route in ROUTES:
                 rates[route].append(asyncio.run(_round(port, route, args, bodies)))
     finally:
         server.terminate()
         server.join()
-    noop, turn = (statistics.median(rates[r]) for r in ("noop", "turn"))
+    noop = statistics.median(rates["noop"])
     print(
         f"# {args.sessions} sessions x {args.messages:,} messages, {args.clients} clients, "
         f"{args.requests} requests a round, median of {args.rounds} rounds",
@@ -154,9 +163,16 @@ def main() -> None:
     )
     print("| handler | requests / s | share of the no-op server |")
     print("|---|---:|---:|")
-    print(f"| no-op (read the body, return a prebuilt window) | {noop:,.0f} | 100 % |")
-    share = 100 * turn / noop
-    print(f"| ctxtrim turn (read, append, trim, render) | {turn:,.0f} | {share:.0f} % |")
+    for route, label in ROUTES.items():
+        rate = statistics.median(rates[route])
+        print(f"| {label} | {rate:,.0f} | {100 * rate / noop:.0f} % |")
+
+
+ROUTES = {
+    "noop": "no-op (read the body, return a prebuilt window)",
+    "turn": "ctxtrim turn: read, append, `apply`, `to_openai_chat_json`",
+    "json": "ctxtrim turn: read, append, `apply_json`",
+}
 
 
 if __name__ == "__main__":

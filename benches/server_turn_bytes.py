@@ -12,7 +12,8 @@ run, sides sampled in interleaved rounds, best sample of each, µs per turn), pe
   ``json.dumps(..., ensure_ascii=False, separators=(",", ":"), allow_nan=False)``; and that
   serialisation of the same window alone, for scale;
 - ``from_*_json, store``: the same with the body read from its bytes in the core (for the
-  formats that have a bytes reader);
+  formats that have a bytes reader); ``..., apply_json``: with the request written by
+  ``FitContextWindow(8000).apply_json(store, format)``, from the store's last request;
 - ``..., list``: the same two on a plain list (``list.extend``, the strategy called on the
   list), the store's own cost being the difference;
 - ``..., a new fork of the store``: the turn on ``await store.fork()`` made just before it
@@ -48,6 +49,7 @@ class Format:
     """A provider format's readers and writers, and a turn's body in it."""
 
     name: str
+    key: str  # the format's name for ``apply_json``
     read: Callable[[Any], list[Message]]
     read_json: Callable[[bytes], list[Message]] | None
     write: Callable[[list[Message]], Any]
@@ -59,6 +61,7 @@ def _format(name: str) -> Format:
     if name == "chat":
         return Format(
             "OpenAI chat",
+            "openai",
             formats.from_openai_chat,
             getattr(formats, "from_openai_chat_json", None),
             formats.to_openai_chat,
@@ -68,6 +71,7 @@ def _format(name: str) -> Format:
     if name == "anthropic":
         return Format(
             "Anthropic",
+            "anthropic",
             formats.from_anthropic,
             getattr(formats, "from_anthropic_json", None),
             formats.to_anthropic,
@@ -77,6 +81,7 @@ def _format(name: str) -> Format:
     if name == "responses":
         return Format(
             "OpenAI Responses",
+            "responses",
             formats.from_openai_responses,
             getattr(formats, "from_openai_responses_json", None),
             formats.to_openai_responses,
@@ -99,8 +104,10 @@ def _bench(size: int, fmt: Format, repeat: int, number: int) -> dict[str, float]
 
     history, body = _setup(size, fmt)
     store = drive(MemoryContextStore.from_history(history))
+    store_json = drive(MemoryContextStore.from_history(history))
     plain = list(history)
     fit_store, fit_list, fit_fork = (FitContextWindow(BUDGET) for _ in range(3))
+    fit_store.apply_json(store_json, fmt.key)
     # Every side renders its window once before the clock (a server's steady state).
     fmt.write_json(fit_store.apply(store))
     fmt.write_json(fit_list(plain))
@@ -149,7 +156,12 @@ def _bench(size: int, fmt: Format, repeat: int, number: int) -> dict[str, float]
             drive(branch.append_many(read_json(body())))
             return fmt.write_json(fit_fork.apply(branch))
 
+        def bytes_apply_json() -> bytes:
+            drive(store_json.append_many(read_json(body())))
+            return fit_store.apply_json(store_json, fmt.key)
+
         samplers["from_*_json, store"] = sampler(bytes_store, number=number)
+        samplers["from_*_json, store, apply_json"] = sampler(bytes_apply_json, number=number)
         samplers["from_*_json, list"] = sampler(bytes_list, number=number)
         samplers["from_*_json, a new fork of the store"] = sampler(forked, number=number)
 

@@ -33,6 +33,7 @@ __all__ = [
     "copy_renderings",
     "cut_list",
     "cut_log",
+    "cut_log_json",
     "cut_window",
     "differing",
     "estimate_tokens",
@@ -158,6 +159,25 @@ def cut_log(
 ) -> tuple[list[Message], bool]:
     """The window a cut rule keeps of the log as it is now (its queued appends indexed, the
     cached counts used), as a new list, and whether it is over the budget."""
+
+def cut_log_json(
+    log: MessageLog,
+    rule: Literal["budget", "turns", "rounds", "messages"],
+    value: int,
+    pin_task: bool,
+    start_with_user: bool,
+    attr: str,
+    render: Callable[[Any, int], bytes],
+    fast: Callable[[Any], Any] | None = None,
+    kept_attr: str | None = None,
+    encode: Callable[[Any], bytes] | None = None,
+    fast_json: Callable[[Any], bytes | None] | None = None,
+    split_system: bool = False,
+) -> tuple[bytes, bool, list[Message]]:
+    """``cut_log``'s window as the request's JSON array in the format kept under ``attr``
+    (the rest as for ``join_renderings``), the messages the log's last written window holds
+    too copied from it; whether it is over the budget; and, with ``split_system``, the
+    window's leading system messages, left out of the array."""
 
 @final
 class Tail:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     # Defined in ``ctxtrim._records`` (a dataclass: ``import ctxtrim`` loads no dataclasses)
     # and resolved on first use by the module ``__getattr__`` at the end.
     from ctxtrim._records import TrimReport as TrimReport
+    from ctxtrim.formats._common import CutRule
 
 __all__ = [
     "SKIPPED_META_KEY",
@@ -344,6 +345,20 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
             return (out, rep) if report else out
         return self._apply(source, report, format)
 
+    def apply_json(self, source: Source, format: str) -> bytes:
+        """The trimmed history as ``format``'s request JSON (``"openai"``, ``"responses"``,
+        ``"anthropic"``, ``"gemini"``, ``"ctxtrim"``, or an alias): the bytes
+        ``formats.dump_json(self.apply(source), format)`` gives, the request a server posts.
+
+        A cut strategy (``FitContextWindow``, ``KeepLastTurns``, ...) on a
+        ``MemoryContextStore`` or a ``MessageLog`` writes the Chat Completions, Responses and
+        Anthropic requests from the one it wrote last of that log: the messages both windows
+        hold are copied from it, not read again (a session out of the CPU's caches costs
+        what its new messages cost)."""
+        from ctxtrim import formats
+
+        return formats.dump_json(self.apply(source), format)
+
     def _apply(self, source: Source | ProviderPayload, report: bool, format: str) -> Any:
         if is_payload(source):
             return self._apply_payload(Payload(source, format), report)
@@ -392,6 +407,20 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
             return report
         inp = _Input.of(source, self.counter)
         return _report(repr(self), inp, self._run(inp))
+
+
+#: Per format name as callers write it, how a log writes its request of a cut strategy's
+#: window (``formats.log_writer``), or None; filled on first use (``import ctxtrim`` does not
+#: import the formats).
+_LOG_JSON: dict[str, Callable[[_core.MessageLog, CutRule], bytes] | None] = {}
+
+
+def _log_writer(format: str) -> Callable[[_core.MessageLog, CutRule], bytes] | None:
+    from ctxtrim import formats
+
+    write = formats.log_writer(format)  # FormatError for an unknown format
+    _LOG_JSON[format] = write
+    return write
 
 
 #: The largest count or budget a strategy takes: the core keeps them as 64-bit integers.
@@ -487,12 +516,36 @@ class _CoreCut(_CutStrategy):
                     raise
         return self.apply(messages, format=format)
 
-    def apply(self, source: Any, *, report: bool = False, format: str = "auto") -> Any:
+    @overload
+    def apply(
+        self, source: Source, *, report: Literal[False] = False, format: str = "auto"
+    ) -> list[Message]: ...
+    @overload
+    def apply(
+        self, source: Source, *, report: Literal[True], format: str = "auto"
+    ) -> tuple[list[Message], TrimReport]: ...
+    @overload
+    def apply(
+        self, source: ProviderPayload, *, report: bool = False, format: str = "auto"
+    ) -> Any: ...
+    def apply(
+        self, source: Source | ProviderPayload, *, report: bool = False, format: str = "auto"
+    ) -> Any:
         # A server turn's call (a memory store, no report, unwatched) goes straight to the
         # core: the generic path's frames cost as much as the core's decision on a turn.
         if type(source) is MemoryContextStore and not report and not _observe.state.watching:
             return self._cut_log(source.log)
-        return super().apply(source, report=report, format=format)
+        return super().apply(source, report=report, format=format)  # type: ignore[arg-type]
+
+    def apply_json(self, source: Source, format: str) -> bytes:
+        if not _observe.state.watching:
+            log = source.log if type(source) is MemoryContextStore else source
+            if type(log) is _core.MessageLog:
+                write = _LOG_JSON[format] if format in _LOG_JSON else _log_writer(format)
+                if write is not None:
+                    value = getattr(self, self._value)
+                    return write(log, (self._rule, value, self.pin_task, self.start_with_user))
+        return super().apply_json(source, format)
 
     def _apply_fast(self, source: Source) -> list[Message] | None:
         # The hot path: a list (or a log or memory store) goes straight to the core, with no

@@ -33,6 +33,7 @@ use super::args;
 use super::convert::{check_message, indexed_meta, messages_of};
 use super::errors::{log_error, turn_error};
 use super::facts::facts_of;
+use super::log_json::Joined;
 use super::slots::release_caches;
 use super::tokens::encoding_of;
 use crate::cuts::MAX_MESSAGES;
@@ -128,12 +129,18 @@ struct State {
     /// with our read-only copies (their messages are ours, at the same positions), so a
     /// snapshot taken and trimmed every turn releases only what is new; a fork gets its own.
     released: Arc<Mutex<(u64, usize)>>,
+    /// The request JSON last written of a window of ours (`cut_log_json`), which the next
+    /// one copies the messages they share from. Shared with our read-only copies, as
+    /// `released` is (a persistent store hands out a snapshot of its log per load); a
+    /// writable copy (a fork, which may rewrite) starts without.
+    joined: Arc<Mutex<Option<Arc<Joined>>>>,
 }
 
 impl State {
     fn new(log: Log, mirror: Mirror, encoding: Encoding) -> Self {
         Self {
             released: Arc::new(Mutex::new((log.generation(), 0))),
+            joined: Arc::new(Mutex::new(None)),
             log,
             encoding,
             queued: IndexQueue::new(),
@@ -290,6 +297,19 @@ impl PyMessageLog {
         self.indexed(py).clone()
     }
 
+    /// The request JSON last written of a window of ours, if any (see `Joined`).
+    pub fn joined(&self, py: Python<'_>) -> Option<Arc<Joined>> {
+        let cell = Arc::clone(&self.state(py).joined);
+        let joined = cell.lock().clone();
+        joined
+    }
+
+    /// Keeps `joined` as the request JSON last written of a window of ours.
+    pub fn set_joined(&self, py: Python<'_>, joined: Arc<Joined>) {
+        let cell = Arc::clone(&self.state(py).joined);
+        *cell.lock() = Some(joined);
+    }
+
     /// Releases the caches (`ctxtrim.messages.RELEASABLE_SLOTS`: facts, renderings) of the
     /// messages of `log` (a clone of ours) that a window starting at `start` with the pinned
     /// `head` ranges left behind, `RELEASE_SLACK` messages back, and that no earlier call
@@ -346,6 +366,9 @@ impl PyMessageLog {
         } else {
             Arc::new(Mutex::new(*state.released.lock()))
         };
+        if read_only {
+            copy.joined = Arc::clone(&state.joined);
+        }
         Ok(Self::new_from(copy, read_only))
     }
 
@@ -362,28 +385,33 @@ impl PyMessageLog {
     }
 
     /// The messages `[a, b)` of each of `ranges` of `log` (an indexed clone of ours; adjacent
-    /// ranges joined, as `Window::slices` gives them) as one new list: slices of the mirror
-    /// while we are still at `log`'s generation (then our messages below `log.len()` are
-    /// `log`'s, appends alone having come since), else read from `log`'s entries. A window
-    /// read this way costs list slices, not a pass over the entries.
+    /// ranges joined, as `Window::slices` gives them) as one new list. The last range (a
+    /// window's suffix) is a slice of the mirror while we are still at `log`'s generation
+    /// (then our messages below `log.len()` are `log`'s, appends alone having come since),
+    /// else read from `log`'s entries; the ranges before it (a window's pinned head, a
+    /// few messages) are read from the entries, so that the mirror never has to reach back
+    /// to them (a mirror from the first message would cost a fork's first read O(n)). A
+    /// window read this way costs a list slice, not a pass over the entries.
     pub fn read_ranges<'py>(
         &self,
         py: Python<'py>,
         log: &Log,
         ranges: &[(usize, usize)],
     ) -> PyResult<Bound<'py, PyList>> {
-        let mut kept: Option<Bound<'py, PyList>> = None;
-        for &(a, b) in ranges {
-            let Some(part) = self.slice_of(py, Some(log.generation()), a, Some(b))? else {
-                let payloads = ranges.iter().flat_map(|&(a, b)| log.payloads(a, b));
-                return PyList::new(py, payloads.map(|p| p.bind(py)));
-            };
-            match &kept {
-                None => kept = Some(part),
-                Some(list) => list.set_slice(list.len(), list.len(), &part)?,
-            }
+        let entries = |ranges: &[(usize, usize)]| {
+            let payloads = ranges.iter().flat_map(|&(a, b)| log.payloads(a, b));
+            PyList::new(py, payloads.map(|p| p.bind(py)))
+        };
+        let Some((&(a, b), head)) = ranges.split_last() else {
+            return Ok(PyList::empty(py));
+        };
+        let Some(kept) = self.slice_of(py, Some(log.generation()), a, Some(b))? else {
+            return entries(ranges);
+        };
+        if !head.is_empty() {
+            kept.set_slice(0, 0, entries(head)?.as_any())?;
         }
-        Ok(kept.unwrap_or_else(|| PyList::empty(py)))
+        Ok(kept)
     }
 
     /// [`Self::slice`], or None when `generation` is given and we are no longer at it.

@@ -20,6 +20,7 @@ mod gemini;
 mod json;
 mod lists;
 mod log;
+mod log_json;
 mod message;
 mod render;
 mod responses;
@@ -59,6 +60,8 @@ mod core_module {
     use super::lists::differing;
     #[pymodule_export]
     use super::log::PyMessageLog;
+    #[pymodule_export]
+    use super::log_json::cut_log_json;
     #[pymodule_export]
     use super::message::{
         frozen_json, message_assistant, message_post_init, message_tool_results, message_user,

@@ -1,5 +1,6 @@
 //! A window's provider request from its messages' kept renderings: as fresh dicts
-//! (`copy_renderings`) or as JSON bytes (`join_renderings`).
+//! (`copy_renderings`) or as JSON bytes (`join_renderings`; its way to one message's JSON,
+//! `Joiner`, also writes a log's window, `log_json`).
 //!
 //! Each message keeps its provider rendering in its slots for that format
 //! (`ctxtrim.messages.CACHE_SLOTS`): the objects it becomes, as a tuple of private plain-JSON
@@ -61,56 +62,95 @@ pub fn join_renderings<'py>(
     fast_json: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let list = as_list(messages)?;
-    let slot = CacheSlot::named(attr)?;
-    let first = match (fast, kept_attr, encode) {
-        (Some(fast), Some(kept_attr), Some(encode)) => Some(First {
-            c: classes(py)?,
-            fast,
-            kept_slot: CacheSlot::named(kept_attr)?,
-            encode,
-            fast_json,
-        }),
-        _ => None,
-    };
+    let joiner = Joiner::new(py, attr, render, fast, kept_attr, encode, fast_json)?;
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
     out.push(b'[');
     for (i, message) in list.iter().enumerate() {
-        let kept = slot.get(&message)?;
-        let rendered = match kept.as_ref().and_then(|k| k.cast::<PyBytes>().ok()) {
-            Some(bytes) => bytes.clone(),
-            None => {
-                let made = match &first {
-                    Some(first) => first_bytes(first, &message, &slot)?,
-                    None => None,
-                };
-                match made {
-                    Some(bytes) => bytes,
-                    None => render.call1((&message, i))?.cast_into::<PyBytes>()?,
-                }
-            }
-        };
-        let bytes = rendered.as_bytes();
-        if !bytes.is_empty() {
-            if out.len() > 1 {
-                out.push(b',');
-            }
-            out.extend_from_slice(bytes);
-        }
+        push_item(&mut out, joiner.item(&message, i)?.as_bytes());
     }
     out.push(b']');
     Ok(PyBytes::new(py, &out))
 }
 
+/// Appends one message's rendering to a JSON array being written (`[` already in `out`)
+/// and returns where it went, `[start, end)`: an empty rendering adds no item.
+pub(super) fn push_item(out: &mut Vec<u8>, bytes: &[u8]) -> (usize, usize) {
+    if !bytes.is_empty() {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(bytes);
+        return (out.len() - bytes.len(), out.len());
+    }
+    (out.len(), out.len())
+}
+
+/// A format's way to a message's JSON rendering (`join_renderings`'s arguments): the bytes
+/// kept under its slot, else made in the core (`First`), else by its Python `render`.
+pub(super) struct Joiner<'py> {
+    slot: CacheSlot<'py>,
+    first: Option<First<'py>>,
+    render: &'py Bound<'py, PyAny>,
+}
+
+impl<'py> Joiner<'py> {
+    #[allow(clippy::too_many_arguments)] // `join_renderings`'s arguments, passed on
+    pub(super) fn new(
+        py: Python<'py>,
+        attr: &Bound<'py, PyString>,
+        render: &'py Bound<'py, PyAny>,
+        fast: Option<&'py Bound<'py, PyAny>>,
+        kept_attr: Option<&Bound<'py, PyString>>,
+        encode: Option<&'py Bound<'py, PyAny>>,
+        fast_json: Option<&'py Bound<'py, PyAny>>,
+    ) -> PyResult<Self> {
+        let first = match (fast, kept_attr, encode) {
+            (Some(fast), Some(kept_attr), Some(encode)) => Some(First {
+                c: classes(py)?,
+                fast,
+                kept_slot: CacheSlot::named(kept_attr)?,
+                encode,
+                fast_json,
+            }),
+            _ => None,
+        };
+        Ok(Self {
+            slot: CacheSlot::named(attr)?,
+            first,
+            render,
+        })
+    }
+
+    /// The JSON rendering of `message`, item `i` of the request (made and kept if it had
+    /// none): its objects' JSON without the array's brackets, empty for none.
+    pub(super) fn item(
+        &self,
+        message: &Bound<'py, PyAny>,
+        i: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let kept = self.slot.get(message)?;
+        if let Some(bytes) = kept.as_ref().and_then(|k| k.cast::<PyBytes>().ok()) {
+            return Ok(bytes.clone());
+        }
+        if let Some(first) = &self.first {
+            if let Some(bytes) = first_bytes(first, message, &self.slot)? {
+                return Ok(bytes);
+            }
+        }
+        Ok(self.render.call1((message, i))?.cast_into::<PyBytes>()?)
+    }
+}
+
 /// A format's core renderers of common shapes, for a message's first JSON rendering.
-struct First<'a, 'py> {
-    c: &'a Classes,
+struct First<'py> {
+    c: &'py Classes,
     /// The objects renderer; its objects are kept under `kept_slot`.
-    fast: &'a Bound<'py, PyAny>,
+    fast: &'py Bound<'py, PyAny>,
     kept_slot: CacheSlot<'py>,
     /// The request's JSON encoder.
-    encode: &'a Bound<'py, PyAny>,
+    encode: &'py Bound<'py, PyAny>,
     /// The JSON renderer (the objects' bytes, written from the message), if the format has one.
-    fast_json: Option<&'a Bound<'py, PyAny>>,
+    fast_json: Option<&'py Bound<'py, PyAny>>,
 }
 
 /// A message's first JSON rendering, made and kept under `slot` without the Python
@@ -119,7 +159,7 @@ struct First<'a, 'py> {
 /// (kept under `kept_slot`), the array's brackets dropped. None when the Python renderer
 /// must make it (not a message, or not a common shape).
 fn first_bytes<'py>(
-    first: &First<'_, 'py>,
+    first: &First<'py>,
     message: &Bound<'py, PyAny>,
     slot: &CacheSlot<'py>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {

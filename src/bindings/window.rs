@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PySequence};
 
 use super::facts::{FactsReader, Held};
-use super::log::PyMessageLog;
+use super::log::{Log, PyMessageLog};
 use super::tokens::encoding_of;
 use crate::tail::{decide_from_end, Tail, FIRST_REGION};
 use crate::tokens::Encoding;
@@ -198,21 +198,37 @@ pub fn cut_log<'py>(
     pin_task: bool,
     start_with_user: bool,
 ) -> PyResult<(Bound<'py, PyList>, bool)> {
+    let owner = log.get();
+    let (log, window) = log_window(py, owner, rule, value, pin_task, start_with_user)?;
+    Ok((
+        owner.read_ranges(py, &log, &window.slices())?,
+        window.over_budget,
+    ))
+}
+
+/// The window a cut rule keeps of `owner` now, decided on an O(1) clone of it with its
+/// queued appends indexed (returned with it: the window's positions are the clone's); the
+/// caches of the messages it left behind released. `cut_log`'s decision, shared with
+/// `cut_log_json`.
+pub(super) fn log_window(
+    py: Python<'_>,
+    owner: &PyMessageLog,
+    rule: &str,
+    value: u64,
+    pin_task: bool,
+    start_with_user: bool,
+) -> PyResult<(Log, Window)> {
     let rule = rule_of(rule, value)?;
     let options = Options {
         pin_task,
         start_with_user,
     };
-    let owner = log.get();
     let log = owner.indexed_clone(py);
     let window = decide(&log, rule, options).unwrap_or_else(|_| keep_all(log.len()));
     if let Some((&(start, _), head)) = window.ranges.split_last() {
         owner.release(py, &log, head, start);
     }
-    Ok((
-        owner.read_ranges(py, &log, &window.slices())?,
-        window.over_budget,
-    ))
+    Ok((log, window))
 }
 
 /// The one call a strategy on a plain list makes (`FitContextWindow(8000)(history)`): the

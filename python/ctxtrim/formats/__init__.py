@@ -39,11 +39,15 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
+
+from ctxtrim._core import MessageLog
 from ctxtrim.errors import FormatError, InvalidMessage, InvalidToolArguments
 from ctxtrim.messages import Message
 from ctxtrim.provider import SPECS
 
-from ._common import RAW_ARGUMENTS, tname
+from . import anthropic, openai_chat, openai_responses
+from ._common import RAW_ARGUMENTS, CutRule, tname
 from ._kept import check_nothing_vanished
 from .anthropic import from_anthropic, from_anthropic_json, to_anthropic, to_anthropic_json
 from .gemini import from_gemini, to_gemini, to_gemini_json
@@ -67,6 +71,7 @@ __all__ = [
     "InvalidToolArguments",
     "detect",
     "dump",
+    "dump_json",
     "from_anthropic",
     "from_anthropic_json",
     "from_ctxtrim",
@@ -322,3 +327,37 @@ def dump(messages: Sequence[Message], format: str) -> Any:
     """Messages → the JSON-ready payload of ``format`` (a list; a dict for ``"anthropic"``
     and ``"gemini"``)."""
     return _TO[_name(format, auto=False)](messages)
+
+
+def dump_json(messages: Sequence[Message], format: str) -> bytes:
+    """Messages → :func:`dump`'s payload as JSON bytes, for servers that post raw bodies:
+    ``to_<format>_json`` (the messages' kept renderings joined, nothing decoded)."""
+    return _TO_JSON[_name(format, auto=False)](messages)
+
+
+def _to_ctxtrim_json(messages: Sequence[Message]) -> bytes:
+    return msgspec.json.encode(to_ctxtrim(messages))
+
+
+_TO_JSON: dict[str, Callable[[Sequence[Message]], bytes]] = {
+    "openai": to_openai_chat_json,
+    "responses": to_openai_responses_json,
+    "anthropic": to_anthropic_json,
+    "gemini": to_gemini_json,
+    "ctxtrim": _to_ctxtrim_json,
+}
+
+#: The formats whose request a log writes from the one it wrote last (``log_json`` of the
+#: format's module: the messages' kept renderings joined, the leading system messages apart
+#: for Anthropic); Gemini's regroups the messages and the ctxtrim format has no renderings.
+_LOG_JSON: dict[str, Callable[[MessageLog, CutRule], bytes]] = {
+    "openai": openai_chat.log_json,
+    "responses": openai_responses.log_json,
+    "anthropic": anthropic.log_json,
+}
+
+
+def log_writer(format: str) -> Callable[[MessageLog, CutRule], bytes] | None:
+    """How a log writes ``format``'s request of a cut strategy's window from the one it wrote
+    last, if it can (``_LOG_JSON``); FormatError for an unknown format."""
+    return _LOG_JSON.get(_name(format, auto=False))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec.structs import force_setattr
@@ -38,6 +38,11 @@ Unit = dict[str, Any]
 _ENCODE = msgspec.json.Encoder().encode
 #: Decodes a window's JSON into fresh dicts and lists (every call gets its own).
 decode_json = msgspec.json.Decoder().decode
+
+
+#: A cut strategy's rule as ``_core.cut_log`` takes it: ``(rule, value, pin_task,
+#: start_with_user)``.
+CutRule = tuple[Literal["budget", "turns", "rounds", "messages"], int, bool, bool]
 
 
 class Renderings:
@@ -90,19 +95,52 @@ class Renderings:
         """The JSON array of the provider objects of ``messages``."""
 
         def render_one(m: object, i: int) -> bytes:
-            message = _message(m, start + i)
-            kept = getattr(message, self._attr, None)
-            if kept is None:
-                kept = self._make(message, start + i)
-            rendered = _ENCODE(kept)[1:-1]
-            force_setattr(message, self._attr_json, rendered)
-            return rendered
+            return self._json(m, start + i)
 
         # A message in a common shape is rendered in the core (``fast_json``'s bytes, or
         # ``fast``'s objects encoded); ``render_one`` takes the rest.
         return _core.join_renderings(
             messages, self._attr_json, render_one, self._fast, self._attr, _ENCODE, self._fast_json
         )
+
+    def log_json(
+        self,
+        log: _core.MessageLog,
+        rule: Literal["budget", "turns", "rounds", "messages"],
+        value: int,
+        pin_task: bool,
+        start_with_user: bool,
+        split_system: bool = False,
+    ) -> tuple[bytes, list[Message]]:
+        """:meth:`json_bytes` of the window a cut rule keeps of ``log`` (``_core.cut_log``'s),
+        copying the messages it shares with the window last written of ``log`` from that
+        request (``_core.cut_log_json``); with ``split_system``, the window's leading system
+        messages are left out and returned apart: ``(bytes, system messages)``."""
+        bytes_, _, system = _core.cut_log_json(
+            log,
+            rule,
+            value,
+            pin_task,
+            start_with_user,
+            self._attr_json,
+            self._json,
+            self._fast,
+            self._attr,
+            _ENCODE,
+            self._fast_json,
+            split_system,
+        )
+        return bytes_, system
+
+    def _json(self, m: object, i: int) -> bytes:
+        """Item ``i``'s JSON (its objects' array without the brackets), made and kept."""
+        message = _message(m, i)
+        kept = getattr(message, self._attr, None)
+        if kept is None:
+            kept = self._make(message, i)
+        rendered = _ENCODE(kept)[1:-1]
+        force_setattr(message, self._attr_json, rendered)
+        return rendered
 
     def _make(self, m: Message, i: int) -> tuple[dict[str, Any], ...]:
         """Message ``i``'s rendering, made and kept."""

@@ -55,6 +55,7 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
+    CutRule,
     Renderings,
     Unit,
     build,
@@ -397,12 +398,23 @@ def to_anthropic_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_anthropic` as JSON bytes (the request's ``system`` and ``messages``), for
     servers that post raw bodies: the messages' kept renderings joined, nothing decoded."""
     n_system = _leading_system(messages)
-    rest = _RENDERINGS.json_bytes(messages[n_system:], n_system)
+    return _body(_RENDERINGS.json_bytes(messages[n_system:], n_system), messages[:n_system])
+
+
+def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
+    """:func:`to_anthropic_json` of the window ``cut`` keeps of ``log``, its messages written
+    from the request last written of ``log`` (``Renderings.log_json``)."""
+    rest, system = _RENDERINGS.log_json(log, *cut, split_system=True)
+    return _body(rest, system)
+
+
+def _body(rest: bytes, system: Sequence[Message]) -> bytes:
+    """The request of ``rest`` (the JSON array of the messages after the leading system
+    messages) and those ``system`` messages."""
     body = b'"messages":' + rest + b"}"
-    if not n_system:
+    if not system:
         return b"{" + body
-    system = _system(messages[:n_system])
-    return b'{"system":' + _ENCODE(system) + b"," + body
+    return b'{"system":' + _ENCODE(_system(system)) + b"," + body
 
 
 def _leading_system(messages: Sequence[Message]) -> int:

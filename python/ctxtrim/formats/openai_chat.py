@@ -54,6 +54,7 @@ from ctxtrim.messages import (
 
 from ._common import (
     RAW_ARGUMENTS,
+    CutRule,
     Renderings,
     Unit,
     build,
@@ -424,6 +425,12 @@ def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_chat` as JSON bytes (the request's ``messages`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
     return _RENDERINGS.json_bytes(messages)
+
+
+def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
+    """:func:`to_openai_chat_json` of the window ``cut`` keeps of ``log``, written from the
+    request last written of ``log`` (``Renderings.log_json``)."""
+    return _RENDERINGS.log_json(log, *cut)[0]
 
 
 #: A message with no recorded fields in a common shape (text; plain tool calls; string tool

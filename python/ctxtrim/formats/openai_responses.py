@@ -60,6 +60,7 @@ from ctxtrim.provider import SPECS, UNKNOWN
 
 from ._common import (
     RAW_ARGUMENTS,
+    CutRule,
     Renderings,
     Unit,
     build,
@@ -396,6 +397,12 @@ def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     """:func:`to_openai_responses` as JSON bytes (the request's ``input`` array), for servers
     that post raw bodies: the messages' kept renderings joined, nothing decoded."""
     return _RENDERINGS.json_bytes(messages)
+
+
+def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
+    """:func:`to_openai_responses_json` of the window ``cut`` keeps of ``log``, written from
+    the request last written of ``log`` (``Renderings.log_json``)."""
+    return _RENDERINGS.log_json(log, *cut)[0]
 
 
 # --------------------------------------------------------------------------------------------
