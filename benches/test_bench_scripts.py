@@ -32,8 +32,9 @@ def test_server_turn_bytes_measures_every_format_and_path() -> None:
         assert f"| {fmt} | 200 | json.loads + from_*, store |" in out
         assert f"| {fmt} | 200 | dicts out, the SDK's serialisation, store |" in out
         assert f"| {fmt} | 200 | orjson floor (loads new + dumps window) |" in out
-    for fmt in ("OpenAI chat", "Anthropic"):  # the formats with a bytes reader
+    for fmt in ("OpenAI chat", "Anthropic", "OpenAI Responses"):  # with a bytes reader
         assert f"| {fmt} | 200 | from_*_json, a new fork of the store |" in out
+        assert f"| {fmt} | 200 | from_*_json, store, apply_json |" in out
 
 
 def test_server_memory_measures_the_store_and_the_dicts() -> None:
@@ -43,7 +44,7 @@ def test_server_memory_measures_the_store_and_the_dicts() -> None:
         assert f"| {case} |" in out
 
 
-def test_http_server_serves_both_handlers() -> None:
+def test_http_server_serves_every_handler() -> None:
     for module in ("starlette", "uvicorn", "aiohttp"):
         pytest.importorskip(module, reason="the HTTP row needs the bench extra")
     out = _run(
@@ -52,4 +53,5 @@ def test_http_server_serves_both_handlers() -> None:
         *("--requests", "40", "--rounds", "1"),
     )
     assert "| no-op (read the body, return a prebuilt window) |" in out
-    assert "| ctxtrim turn (read, append, trim, render) |" in out
+    assert "| ctxtrim turn: read, append, `apply`, `to_openai_chat_json` |" in out
+    assert "| ctxtrim turn: read, append, `apply_json` |" in out
