@@ -343,6 +343,10 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
         if _observe.state.watching and _observe.watching():
             out, rep = _observe.watched(lambda: self._apply(source, True, format))
             return (out, rep) if report else out
+        if type(source) is MemoryContextStore and not report:
+            fast = self._on_store(source)
+            if fast is not None:
+                return fast
         return self._apply(source, report, format)
 
     def apply_json(self, source: Source, format: str) -> bytes:
@@ -381,6 +385,11 @@ class ContextStrategy(ABC):  # noqa: B024 (abstract by intent: subclasses overri
     def _apply_fast(self, source: Source) -> list[Message] | None:
         """The result without building a report, if this strategy has a shortcut for
         ``source``; else None."""
+        return None
+
+    def _on_store(self, store: MemoryContextStore) -> list[Message] | None:
+        """``apply(store)``'s result (unwatched, no report) in one step, if this strategy
+        has one; else None (the generic path runs)."""
         return None
 
     #: Whether :meth:`_private` answers for a list, a ``MessageLog`` and a memory store, so
@@ -516,26 +525,10 @@ class _CoreCut(_CutStrategy):
                     raise
         return self.apply(messages, format=format)
 
-    @overload
-    def apply(
-        self, source: Source, *, report: Literal[False] = False, format: str = "auto"
-    ) -> list[Message]: ...
-    @overload
-    def apply(
-        self, source: Source, *, report: Literal[True], format: str = "auto"
-    ) -> tuple[list[Message], TrimReport]: ...
-    @overload
-    def apply(
-        self, source: ProviderPayload, *, report: bool = False, format: str = "auto"
-    ) -> Any: ...
-    def apply(
-        self, source: Source | ProviderPayload, *, report: bool = False, format: str = "auto"
-    ) -> Any:
-        # A server turn's call (a memory store, no report, unwatched) goes straight to the
-        # core: the generic path's frames cost as much as the core's decision on a turn.
-        if type(source) is MemoryContextStore and not report and not _observe.state.watching:
-            return self._cut_log(source.log)
-        return super().apply(source, report=report, format=format)  # type: ignore[arg-type]
+    def _on_store(self, store: MemoryContextStore) -> list[Message] | None:
+        # A server turn's call goes straight to the core: the generic path's frames cost as
+        # much as the core's decision on a turn.
+        return self._cut_log(store.log)
 
     def apply_json(self, source: Source, format: str) -> bytes:
         if not _observe.state.watching:
