@@ -448,7 +448,10 @@ class MemoryContextStore(ContextStore):
         if self._closed:
             raise _closed()
         _check_batch(messages)
-        self._log.extend(messages, tokens=self._counts(messages))
+        if self._counter is None:
+            self._log.extend(messages)  # the core estimates the counts when it indexes them
+        else:
+            self._log.extend(messages, tokens=_token_counts(messages, self._counter))
 
     async def get_history(self, limit: int | None = None) -> list[Message]:
         if self._closed:
