@@ -14,9 +14,10 @@
 //! one generation a log position holds one message for good (appends never bump the
 //! generation, every other write does), a message's item in a format is made once from the
 //! frozen message (and made the same again after its caches are released), and an item does
-//! not depend on its neighbours. A [`Joined`] belongs to one log object and is used only at
-//! its generation and for its format (the slot its items are kept under); a copy of the log
-//! starts without one.
+//! not depend on its neighbours. A [`Joined`] belongs to one log object and its read-only
+//! copies (the same messages at the same positions) and is used only at its generation and
+//! for its format (the slot its items are kept under); a writable copy (a fork, which may
+//! rewrite) starts without one.
 
 use std::sync::Arc;
 
