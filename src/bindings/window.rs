@@ -187,8 +187,8 @@ impl PyTail {
 /// the clone with the cached counts, and the kept messages read as the clone holds them
 /// (slices of the log's mirror, `PyMessageLog::read_ranges`), so the result is the window
 /// of the log as it was at the call whatever is written to it meanwhile (what a snapshot
-/// gives, without one). The caches kept on the messages the
-/// window left behind are released (`PyMessageLog::release`). `(kept, over_budget)`.
+/// gives, without one). The caches kept on the messages the window left behind are
+/// released (`PyMessageLog::release`). `(kept, over_budget)`.
 #[pyfunction]
 pub fn cut_log<'py>(
     py: Python<'py>,
