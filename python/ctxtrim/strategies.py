@@ -536,8 +536,7 @@ class _CoreCut(_CutStrategy):
             if type(log) is _core.MessageLog:
                 write = _LOG_JSON[format] if format in _LOG_JSON else _log_writer(format)
                 if write is not None:
-                    value = getattr(self, self._value)
-                    return write(log, (self._rule, value, self.pin_task, self.start_with_user))
+                    return write(log, self._cut_rule())
         return super().apply_json(source, format)
 
     def _apply_fast(self, source: Source) -> list[Message] | None:
@@ -552,8 +551,11 @@ class _CoreCut(_CutStrategy):
 
     def _cut_log(self, log: _core.MessageLog) -> list[Message]:
         # One call: the window of the log as it is now, whatever is written meanwhile.
-        value = getattr(self, self._value)
-        return _core.cut_log(log, self._rule, value, self.pin_task, self.start_with_user)[0]
+        return _core.cut_log(log, *self._cut_rule())[0]
+
+    def _cut_rule(self) -> CutRule:
+        """The rule as the core's log cuts take it."""
+        return (self._rule, getattr(self, self._value), self.pin_task, self.start_with_user)
 
     def _run(self, inp: _Input) -> _Outcome:
         ranges, unchanged, over = self._window(inp.log)
