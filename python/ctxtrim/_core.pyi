@@ -172,12 +172,14 @@ def cut_log_json(
     kept_attr: str | None = None,
     encode: Callable[[Any], bytes] | None = None,
     fast_json: Callable[[Any], bytes | None] | None = None,
-    split_system: bool = False,
-) -> tuple[bytes, bool, list[Message]]:
+    system: Callable[[list[Message]], bytes] | None = None,
+) -> tuple[bytes, bool]:
     """``cut_log``'s window as the request's JSON array in the format kept under ``attr``
     (the rest as for ``join_renderings``), the messages the log's last written window holds
-    too copied from it; whether it is over the budget; and, with ``split_system``, the
-    window's leading system messages, left out of the array."""
+    too copied from it, and whether it is over the budget. With ``system``, the Anthropic
+    body ``{"system": ..., "messages": [...]}``: the window's leading system messages left
+    out of the array and written by ``system`` (or copied when the last request had the
+    same ones)."""
 
 @final
 class Tail:

@@ -1,5 +1,5 @@
-//! `cut_log_json`: a cut strategy's window of a `MessageLog` as the provider request's JSON
-//! array, written from the one the log wrote last.
+//! `cut_log_json`: a cut strategy's window of a `MessageLog` as the provider request's JSON,
+//! written from the one the log wrote last.
 //!
 //! A server writes a request every turn, and a turn's window is mostly the last one's: the
 //! pinned head, the messages still in reach, a few new ones. The log keeps the JSON it wrote
@@ -8,16 +8,17 @@
 //! copy a run, and renders only the rest (its new messages) as `join_renderings` does. No
 //! message object is read for a copied run: reading a window's messages and their kept
 //! bytes is what a turn costs when a session is out of the CPU's caches, as it is in a
-//! server holding many sessions.
+//! server holding many sessions. The request is planned first (which bytes go where) and
+//! written once, into the `bytes` object returned: one copy of each byte, one allocation.
 //!
-//! Invariants: the bytes are exactly `join_renderings`' of the same window, because within
-//! one generation a log position holds one message for good (appends never bump the
-//! generation, every other write does), a message's item in a format is made once from the
-//! frozen message (and made the same again after its caches are released), and an item does
-//! not depend on its neighbours. A [`Joined`] belongs to one log object and its read-only
-//! copies (the same messages at the same positions) and is used only at its generation and
-//! for its format (the slot its items are kept under); a writable copy (a fork, which may
-//! rewrite) starts without one.
+//! Invariants: the bytes are exactly `join_renderings`' of the same window (wrapped in the
+//! Anthropic body when asked), because within one generation a log position holds one
+//! message for good (appends never bump the generation, every other write does), a
+//! message's item in a format is made once from the frozen message (and made the same again
+//! after its caches are released), and an item does not depend on its neighbours. A
+//! [`Joined`] belongs to one log object and its read-only copies (the same messages at the
+//! same positions) and is used only at its generation and for its format (the slot its
+//! items are kept under); a writable copy (a fork, which may rewrite) starts without one.
 
 use std::sync::Arc;
 
@@ -25,7 +26,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::log::PyMessageLog;
-use super::render::{push_item, Joiner};
+use super::render::Joiner;
 use super::window::log_window;
 use crate::meta::Role;
 
@@ -36,11 +37,14 @@ pub struct Joined {
     format: String,
     /// The window's log positions, `[start, end)` runs in request order.
     ranges: Vec<(usize, usize)>,
-    /// The JSON array (`[`, the items, `]`).
+    /// The request: the JSON array (`[`, the items, `]`), or the Anthropic body around it.
     bytes: Py<PyBytes>,
     /// Each position's item in `bytes`, in request order: `[start, end)`, empty for a
     /// message that has none.
     spans: Vec<(usize, usize)>,
+    /// For an Anthropic body: the leading system messages its `system` was written from,
+    /// and where the array starts (`bytes[..open]` is `{"system":…,"messages":`).
+    system: Option<(Vec<Py<PyAny>>, usize)>,
 }
 
 impl Joined {
@@ -60,6 +64,18 @@ impl Joined {
         }
         Err(next - p)
     }
+
+    /// The start of its body (up to the array) if it was written for the same `system`
+    /// messages (by identity), to be copied as it is.
+    fn same_head(&self, system: &[Bound<'_, PyAny>]) -> Option<usize> {
+        let (kept, open) = self.system.as_ref()?;
+        let same = kept.len() == system.len()
+            && kept
+                .iter()
+                .zip(system)
+                .all(|(k, s)| k.as_ptr() == s.as_ptr());
+        same.then_some(*open)
+    }
 }
 
 /// `cut_log`'s window of `log` as the request's JSON array in the format whose items are
@@ -67,12 +83,14 @@ impl Joined {
 /// is over the budget. The messages the log's last written window holds too are copied from
 /// it; the others are rendered (see the module docs).
 ///
-/// With `split_system` (Anthropic's request, whose leading system messages go to `system`),
-/// the window's leading system messages are left out of the array and returned apart, for
-/// the caller to write; items are numbered from the first message of the array's window
-/// (as `to_anthropic_json` numbers them). `(bytes, over_budget, system messages)`.
+/// With `system` (Anthropic's request, whose leading system messages go to its `system`
+/// field), the request is the body `{"system":…,"messages":[…]}` (or `{"messages":[…]}`):
+/// the window's leading system messages are left out of the array and written by
+/// `system(messages) -> bytes` after the array's items (as `to_anthropic_json` does, so a
+/// bad message of each raises the same error), or copied from the last request when it had
+/// the same ones; items are numbered from the array's first message.
 #[pyfunction]
-#[pyo3(signature = (log, rule, value, pin_task, start_with_user, attr, render, fast=None, kept_attr=None, encode=None, fast_json=None, split_system=false))]
+#[pyo3(signature = (log, rule, value, pin_task, start_with_user, attr, render, fast=None, kept_attr=None, encode=None, fast_json=None, system=None))]
 #[allow(clippy::too_many_arguments)] // cut_log's and join_renderings' arguments
 pub fn cut_log_json<'py>(
     py: Python<'py>,
@@ -87,20 +105,20 @@ pub fn cut_log_json<'py>(
     kept_attr: Option<&Bound<'py, PyString>>,
     encode: Option<&Bound<'py, PyAny>>,
     fast_json: Option<&Bound<'py, PyAny>>,
-    split_system: bool,
-) -> PyResult<(Bound<'py, PyBytes>, bool, Bound<'py, PyList>)> {
+    system: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(Bound<'py, PyBytes>, bool)> {
     let owner = log.get();
     let (log, window) = log_window(py, owner, rule, value, pin_task, start_with_user)?;
     let mut ranges = window.slices();
-    let system = PyList::empty(py);
-    if split_system {
+    let mut leading = Vec::new();
+    if system.is_some() {
         // The window's leading system messages, across ranges (as `to_anthropic_json`
         // counts them in the window's list).
         'ranges: for range in &mut ranges {
             while range.0 < range.1 {
                 match log.get(range.0) {
                     Some(entry) if entry.meta.role == Role::System => {
-                        system.append(entry.payload.bind(py))?;
+                        leading.push(entry.payload.bind(py).clone());
                         range.0 += 1;
                     }
                     _ => break 'ranges,
@@ -109,74 +127,176 @@ pub fn cut_log_json<'py>(
         }
         ranges.retain(|&(a, b)| a < b);
     }
-    let base = system.len();
     let format = attr.to_str()?;
     let last = owner
         .joined(py)
         .filter(|j| j.generation == log.generation() && j.format == format);
     let last = last.as_deref();
     let joiner = Joiner::new(py, attr, render, fast, kept_attr, encode, fast_json)?;
-    let n: usize = ranges.iter().map(|&(a, b)| b - a).sum();
-    let room = last.map_or(64 * n, |j| j.bytes.bind(py).as_bytes().len() + 64 * 16);
-    let mut out = Vec::with_capacity(room + 2);
-    out.push(b'[');
-    let mut spans = Vec::with_capacity(n);
+    let mut array = Plan::new(ranges.iter().map(|&(a, b)| b - a).sum());
+    array.lit(b"[");
     for &(a, b) in &ranges {
         let mut p = a;
         while p < b {
             let run = last.map_or(Err(usize::MAX), |j| j.run(p));
             if let (Some(j), Ok((index, len))) = (last, run) {
                 let len = len.min(b - p);
-                let bytes = j.bytes.bind(py).as_bytes();
-                copy_run(&mut out, &mut spans, bytes, &j.spans[index..index + len]);
+                array.copy_run(&j.spans[index..index + len]);
                 p += len;
             } else {
                 let len = run.err().unwrap_or(1).min(b - p);
                 for message in log.payloads(p, p + len) {
-                    let item = joiner.item(message.bind(py), base + spans.len())?;
-                    spans.push(push_item(&mut out, item.as_bytes()));
+                    let item = joiner.item(message.bind(py), leading.len() + array.items())?;
+                    array.item(item);
                 }
                 p += len;
             }
         }
     }
-    out.push(b']');
-    let bytes = PyBytes::new(py, &out);
+    array.lit(b"]");
+    // The body's start, up to the array: copied when the last request had the same system
+    // messages, else written (after the items, as `to_anthropic_json` renders them).
+    let mut head = Plan::new(0);
+    let kept_head = last.and_then(|j| j.same_head(&leading));
+    match (system, kept_head) {
+        (None, _) => {}
+        (Some(_), Some(open)) => head.last(0, open),
+        (Some(_), None) if leading.is_empty() => head.lit(b"{\"messages\":"),
+        (Some(write), None) => {
+            let field = write.call1((PyList::new(py, &leading)?,))?;
+            head.lit(b"{\"system\":");
+            head.bytes(field.cast_into::<PyBytes>()?);
+            head.lit(b",\"messages\":");
+        }
+    }
+    let open = head.len;
+    let mut tail = Plan::new(0);
+    if system.is_some() {
+        tail.lit(b"}");
+    }
+    let last_bytes = last.map_or(&[][..], |j| j.bytes.bind(py).as_bytes());
+    let bytes = PyBytes::new_with(py, open + array.len + tail.len, |out| {
+        let out = head.write(out, last_bytes);
+        let out = array.write(out, last_bytes);
+        tail.write(out, last_bytes);
+        Ok(())
+    })?;
+    let spans = array.spans.iter().map(|&(a, b)| (a + open, b + open));
     let written = Joined {
         generation: log.generation(),
         format: format.to_owned(),
         ranges,
         bytes: bytes.clone().unbind(),
-        spans,
+        spans: spans.collect(),
+        system: system.map(|_| (leading.into_iter().map(Bound::unbind).collect(), open)),
     };
     owner.set_joined(py, Arc::new(written));
-    Ok((bytes, window.over_budget, system))
+    Ok((bytes, window.over_budget))
 }
 
-/// Appends the items at `run` (consecutive spans of `bytes`, the last request written) to
-/// the array being written in `out`, in one copy: between its first and its last non-empty
-/// item, `bytes` holds them joined by commas, as this array wants them.
-fn copy_run(
-    out: &mut Vec<u8>,
-    spans: &mut Vec<(usize, usize)>,
-    bytes: &[u8],
-    run: &[(usize, usize)],
-) {
-    let filled = |&&(a, b): &&(usize, usize)| a < b;
-    let (Some(first), Some(last)) = (run.iter().find(filled), run.iter().rev().find(filled)) else {
-        spans.extend(run.iter().map(|_| (out.len(), out.len())));
-        return;
-    };
-    if out.len() > 1 {
-        out.push(b',');
-    }
-    let (from, base) = (first.0, out.len());
-    out.extend_from_slice(&bytes[from..last.1]);
-    spans.extend(run.iter().map(|&(a, b)| {
-        if a < b {
-            (a - from + base, b - from + base)
-        } else {
-            (base, base)
+/// One piece of a request being planned.
+enum Piece<'py> {
+    /// `[start, end)` of the last request's bytes.
+    Last(usize, usize),
+    /// A new item, or a field written for this request.
+    Bytes(Bound<'py, PyBytes>),
+    Lit(&'static [u8]),
+}
+
+/// A part of a request planned before it is written: its pieces, its length, and (for the
+/// array) where each of its positions' items lies, counted from the array's `[`.
+struct Plan<'py> {
+    pieces: Vec<Piece<'py>>,
+    len: usize,
+    spans: Vec<(usize, usize)>,
+}
+
+impl<'py> Plan<'py> {
+    /// An empty part, with room for `n` positions.
+    fn new(n: usize) -> Self {
+        Self {
+            pieces: Vec::with_capacity(n / 4 + 4),
+            len: 0,
+            spans: Vec::with_capacity(n),
         }
-    }));
+    }
+
+    fn lit(&mut self, bytes: &'static [u8]) {
+        self.len += bytes.len();
+        self.pieces.push(Piece::Lit(bytes));
+    }
+
+    /// `[start, end)` of the last request's bytes.
+    fn last(&mut self, start: usize, end: usize) {
+        self.len += end - start;
+        self.pieces.push(Piece::Last(start, end));
+    }
+
+    fn bytes(&mut self, bytes: Bound<'py, PyBytes>) {
+        self.len += bytes.as_bytes().len();
+        self.pieces.push(Piece::Bytes(bytes));
+    }
+
+    /// How many positions the array has so far.
+    fn items(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Before an item of the array (opened by `[`): the comma after the one before it.
+    fn separate(&mut self) {
+        if self.len > 1 {
+            self.lit(b",");
+        }
+    }
+
+    /// A position's item: an empty one adds nothing to the array.
+    fn item(&mut self, bytes: Bound<'py, PyBytes>) {
+        let n = bytes.as_bytes().len();
+        if n == 0 {
+            self.spans.push((self.len, self.len));
+            return;
+        }
+        self.separate();
+        self.spans.push((self.len, self.len + n));
+        self.bytes(bytes);
+    }
+
+    /// The items at `run` (consecutive spans of the last request): between its first and
+    /// its last non-empty item, the last request holds them joined by commas, as this array
+    /// wants them, so they are one copy.
+    fn copy_run(&mut self, run: &[(usize, usize)]) {
+        let filled = |&&(a, b): &&(usize, usize)| a < b;
+        let (Some(first), Some(last)) = (run.iter().find(filled), run.iter().rev().find(filled))
+        else {
+            let at = self.len;
+            self.spans.extend(run.iter().map(|_| (at, at)));
+            return;
+        };
+        self.separate();
+        let (from, base) = (first.0, self.len);
+        self.spans.extend(run.iter().map(|&(a, b)| {
+            if a < b {
+                (a - from + base, b - from + base)
+            } else {
+                (base, base)
+            }
+        }));
+        self.last(from, last.1);
+    }
+
+    /// Writes the pieces at the start of `out` (`last`: the last request's bytes, which
+    /// every `Piece::Last` is of, empty when there is none) and returns the rest of `out`.
+    fn write<'o>(&self, out: &'o mut [u8], last: &[u8]) -> &'o mut [u8] {
+        let mut at = 0;
+        for piece in &self.pieces {
+            let bytes = match piece {
+                Piece::Last(a, b) => &last[*a..*b],
+                Piece::Bytes(bytes) => bytes.as_bytes(),
+                Piece::Lit(bytes) => bytes,
+            };
+            out[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        }
+        &mut out[at..]
+    }
 }

@@ -66,23 +66,16 @@ pub fn join_renderings<'py>(
     let mut out: Vec<u8> = Vec::with_capacity(64 * list.len() + 2);
     out.push(b'[');
     for (i, message) in list.iter().enumerate() {
-        push_item(&mut out, joiner.item(&message, i)?.as_bytes());
+        let item = joiner.item(&message, i)?;
+        if !item.as_bytes().is_empty() {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            out.extend_from_slice(item.as_bytes()); // an empty rendering adds no item
+        }
     }
     out.push(b']');
     Ok(PyBytes::new(py, &out))
-}
-
-/// Appends one message's rendering to a JSON array being written (`[` already in `out`)
-/// and returns where it went, `[start, end)`: an empty rendering adds no item.
-pub(super) fn push_item(out: &mut Vec<u8>, bytes: &[u8]) -> (usize, usize) {
-    if !bytes.is_empty() {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        out.extend_from_slice(bytes);
-        return (out.len() - bytes.len(), out.len());
-    }
-    (out.len(), out.len())
 }
 
 /// A format's way to a message's JSON rendering (`join_renderings`'s arguments): the bytes

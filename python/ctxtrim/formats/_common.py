@@ -110,13 +110,13 @@ class Renderings:
         value: int,
         pin_task: bool,
         start_with_user: bool,
-        split_system: bool = False,
-    ) -> tuple[bytes, list[Message]]:
+        system: Callable[[list[Message]], bytes] | None = None,
+    ) -> bytes:
         """:meth:`json_bytes` of the window a cut rule keeps of ``log`` (``_core.cut_log``'s),
         copying the messages it shares with the window last written of ``log`` from that
-        request (``_core.cut_log_json``); with ``split_system``, the window's leading system
-        messages are left out and returned apart: ``(bytes, system messages)``."""
-        bytes_, _, system = _core.cut_log_json(
+        request (``_core.cut_log_json``). With ``system`` (the JSON of a ``system`` field
+        made of the window's leading system messages), the Anthropic body around it."""
+        return _core.cut_log_json(
             log,
             rule,
             value,
@@ -128,9 +128,8 @@ class Renderings:
             self._attr,
             _ENCODE,
             self._fast_json,
-            split_system,
-        )
-        return bytes_, system
+            system,
+        )[0]
 
     def _json(self, m: object, i: int) -> bytes:
         """Item ``i``'s JSON (its objects' array without the brackets), made and kept."""

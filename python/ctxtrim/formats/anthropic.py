@@ -404,8 +404,7 @@ def to_anthropic_json(messages: Sequence[Message]) -> bytes:
 def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
     """:func:`to_anthropic_json` of the window ``cut`` keeps of ``log``, its messages written
     from the request last written of ``log`` (``Renderings.log_json``)."""
-    rest, system = _RENDERINGS.log_json(log, *cut, split_system=True)
-    return _body(rest, system)
+    return _RENDERINGS.log_json(log, *cut, system=_system_json)
 
 
 def _body(rest: bytes, system: Sequence[Message]) -> bytes:
@@ -414,7 +413,7 @@ def _body(rest: bytes, system: Sequence[Message]) -> bytes:
     body = b'"messages":' + rest + b"}"
     if not system:
         return b"{" + body
-    return b'{"system":' + _ENCODE(_system(system)) + b"," + body
+    return b'{"system":' + _system_json(system) + b"," + body
 
 
 def _leading_system(messages: Sequence[Message]) -> int:
@@ -428,6 +427,11 @@ def _leading_system(messages: Sequence[Message]) -> int:
 
 
 _ENCODE = msgspec.json.Encoder().encode
+
+
+def _system_json(messages: Sequence[Message]) -> bytes:
+    """The JSON of the ``system`` field of the leading system messages."""
+    return _ENCODE(_system(messages))
 
 
 def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]]:

@@ -430,7 +430,7 @@ def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
 def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
     """:func:`to_openai_chat_json` of the window ``cut`` keeps of ``log``, written from the
     request last written of ``log`` (``Renderings.log_json``)."""
-    return _RENDERINGS.log_json(log, *cut)[0]
+    return _RENDERINGS.log_json(log, *cut)
 
 
 #: A message with no recorded fields in a common shape (text; plain tool calls; string tool

@@ -402,7 +402,7 @@ def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
 def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
     """:func:`to_openai_responses_json` of the window ``cut`` keeps of ``log``, written from
     the request last written of ``log`` (``Renderings.log_json``)."""
-    return _RENDERINGS.log_json(log, *cut)[0]
+    return _RENDERINGS.log_json(log, *cut)
 
 
 # --------------------------------------------------------------------------------------------
