@@ -13,8 +13,7 @@
 //! GC type, every field named in its `__struct_fields__` is CPython's `member_descriptor` for
 //! an aligned object slot inside the instance, and the build is given exactly one value per
 //! field in that order; otherwise (or on a free-threaded build) `layout` is `None` and the
-//! caller goes through the class. This module, `slots` and `untrack` are the only places
-//! with `unsafe` code.
+//! caller goes through the class.
 
 #![allow(unsafe_code)]
 

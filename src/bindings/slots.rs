@@ -16,8 +16,8 @@
 //! Invariants: only an object whose type is exactly `Message` is read or written directly
 //! (its layout is the cache class's plus Message's fields); anything else goes through
 //! `getattr`/`force_setattr`, as does every access on a free-threaded build (where CPython
-//! reads slots atomically). An unset slot reads as `None`. This module, `fresh` and
-//! `untrack` are the only places with `unsafe` code.
+//! reads slots atomically). An unset slot reads as `None`. (`unsafe` code is allowed only
+//! where `allow(unsafe_code)` says so: `grep -rn 'allow(unsafe_code)' src` lists them.)
 
 #![allow(unsafe_code)]
 
