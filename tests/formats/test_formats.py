@@ -1101,6 +1101,27 @@ def test_the_bytes_path_writes_common_shapes_straight_from_the_message() -> None
     assert written == msgspec.json.encode(to_anthropic(ms))
 
 
+def test_the_anthropic_system_field_is_kept_per_message_object() -> None:
+    # A request's system prompt is the same message every turn, so its JSON is kept; it must
+    # follow the message object, not its id (an id is reused once its object is gone).
+    from ctxtrim.formats import anthropic
+
+    user = Message.user("hi")
+    first, second = Message.system("be brief"), Message.system("be thorough")
+    assert json.loads(to_anthropic_json([first, user]))["system"] == "be brief"
+    assert json.loads(to_anthropic_json([second, user]))["system"] == "be thorough"
+    assert json.loads(to_anthropic_json([first, user]))["system"] == "be brief"
+    # Another object under the id of `second` (as if `second` had died and its id was
+    # reused) is not taken for it.
+    anthropic._SYSTEMS[id(second)] = (first, b'"be brief"')
+    assert json.loads(to_anthropic_json([second, user]))["system"] == "be thorough"
+    for _ in range(anthropic._SYSTEMS_KEPT + 1):  # bounded
+        to_anthropic_json([Message.system("x"), user])
+    assert len(anthropic._SYSTEMS) <= anthropic._SYSTEMS_KEPT
+    both = json.loads(to_anthropic_json([first, second, user]))["system"]
+    assert [b["text"] for b in both] == ["be brief", "be thorough"]
+
+
 def _anthropic_json(ms: list[Message]) -> bytes | str:
     """``to_anthropic_json`` of fresh copies (no kept rendering), or the error's text."""
     try:

@@ -409,11 +409,10 @@ def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
 
 def _body(rest: bytes, system: Sequence[Message]) -> bytes:
     """The request of ``rest`` (the JSON array of the messages after the leading system
-    messages) and those ``system`` messages."""
-    body = b'"messages":' + rest + b"}"
+    messages) and those ``system`` messages, joined in one copy."""
     if not system:
-        return b"{" + body
-    return b'{"system":' + _system_json(system) + b"," + body
+        return b"".join((b'{"messages":', rest, b"}"))
+    return b"".join((b'{"system":', _system_json(system), b',"messages":', rest, b"}"))
 
 
 def _leading_system(messages: Sequence[Message]) -> int:
@@ -430,8 +429,25 @@ _ENCODE = msgspec.json.Encoder().encode
 
 
 def _system_json(messages: Sequence[Message]) -> bytes:
-    """The JSON of the ``system`` field of the leading system messages."""
-    return _ENCODE(_system(messages))
+    """The JSON of the ``system`` field of the leading system messages. A request's system
+    prompt is the same message every turn: a single one's JSON is kept (``_SYSTEMS``)."""
+    if len(messages) != 1:
+        return _ENCODE(_system(messages))
+    (m,) = messages
+    kept = _SYSTEMS.get(id(m))
+    if kept is not None and kept[0] is m:
+        return kept[1]
+    written = _ENCODE(_system(messages))
+    if len(_SYSTEMS) >= _SYSTEMS_KEPT:
+        _SYSTEMS.clear()
+    _SYSTEMS[id(m)] = (m, written)
+    return written
+
+
+#: ``id(message)`` → the message (held, so that its id is not reused) and its ``system``
+#: JSON; a message never changes, so neither does its JSON. Emptied when full.
+_SYSTEMS: dict[int, tuple[Message, bytes]] = {}
+_SYSTEMS_KEPT = 256
 
 
 def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]]:
