@@ -15,6 +15,7 @@ use pyo3::{intern, Py};
 
 use super::errors::invalid_message;
 use super::facts::facts_of;
+use super::fresh::{layouts, Layout};
 use crate::meta::{Meta, Role};
 use crate::tokens::{Encoding, TokenTally};
 
@@ -57,6 +58,7 @@ pub fn classes(py: Python<'_>) -> PyResult<&Classes> {
             ("TextBlock", &TEXT_FIELDS[..]),
             ("ToolUseBlock", &TOOL_USE_FIELDS[..]),
             ("ToolResultBlock", &TOOL_RESULT_FIELDS[..]),
+            ("ReasoningBlock", &REASONING_FIELDS[..]),
         ] {
             let actual: Vec<String> = m.getattr(name)?.getattr("__struct_fields__")?.extract()?;
             if actual != fields {
@@ -92,6 +94,46 @@ pub const MESSAGE_FIELDS: [&str; 7] = ["role", "content", "id", "turn", "name", 
 pub const TEXT_FIELDS: [&str; 1] = ["text"];
 pub const TOOL_USE_FIELDS: [&str; 3] = ["id", "name", "input"];
 pub const TOOL_RESULT_FIELDS: [&str; 4] = ["tool_use_id", "content", "is_error", "compact_summary"];
+pub const REASONING_FIELDS: [&str; 3] = ["text", "signature", "redacted"];
+
+/// Where `name` is in `fields` (at compile time: a name not there does not compile).
+const fn index_of(fields: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < fields.len() {
+        if str_eq(fields[i], name) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("not a field of the struct");
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The fields indexing reads, by their place in their struct (for [`field`]).
+const ROLE: usize = index_of(&MESSAGE_FIELDS, "role");
+const CONTENT: usize = index_of(&MESSAGE_FIELDS, "content");
+const TURN: usize = index_of(&MESSAGE_FIELDS, "turn");
+const TEXT: usize = index_of(&TEXT_FIELDS, "text");
+const USE_ID: usize = index_of(&TOOL_USE_FIELDS, "id");
+const USE_NAME: usize = index_of(&TOOL_USE_FIELDS, "name");
+const USE_INPUT: usize = index_of(&TOOL_USE_FIELDS, "input");
+const RESULT_ID: usize = index_of(&TOOL_RESULT_FIELDS, "tool_use_id");
+const RESULT_CONTENT: usize = index_of(&TOOL_RESULT_FIELDS, "content");
+const REASONING_TEXT: usize = index_of(&REASONING_FIELDS, "text");
 
 /// The fields `names` of `obj`: in one `astuple` call when `obj` is exactly `class` (whose
 /// fields are `names`, in order), else one attribute at a time (a subclass may add fields).
@@ -136,7 +178,42 @@ pub fn with_str<R>(
     path: impl Fn() -> String,
     f: impl FnOnce(&str) -> R,
 ) -> PyResult<R> {
-    let value = obj.getattr(field)?;
+    str_value(&obj.getattr(field)?, field, path, f)
+}
+
+/// Field `i` of `obj`, named `name`: read at its offset when `obj` is exactly the class of
+/// `layout` (`Layout::get`), else through `getattr`. Indexing reads a few fields of every
+/// new message, and an attribute lookup costs more than the rest of reading one.
+pub fn field<'py>(
+    layout: Option<&Layout>,
+    obj: &Bound<'py, PyAny>,
+    i: usize,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match layout.and_then(|layout| layout.get(obj, i)) {
+        Some(value) => Ok(value),
+        None => obj.getattr(name),
+    }
+}
+
+/// [`with_str`] of field `i` of `obj` (see [`field`]).
+fn with_field_str<R>(
+    layout: Option<&Layout>,
+    obj: &Bound<'_, PyAny>,
+    (i, name): (usize, &Bound<'_, PyString>),
+    path: impl Fn() -> String,
+    f: impl FnOnce(&str) -> R,
+) -> PyResult<R> {
+    str_value(&field(layout, obj, i, name)?, name, path, f)
+}
+
+/// Feed `value`, the string attribute `field`, to `f` without copying it.
+fn str_value<R>(
+    value: &Bound<'_, PyAny>,
+    field: &Bound<'_, PyString>,
+    path: impl Fn() -> String,
+    f: impl FnOnce(&str) -> R,
+) -> PyResult<R> {
     let s = value
         .cast::<PyString>()
         .map_err(|_| invalid_message("expected a string", format!("{}.{field}", path())))?;
@@ -155,7 +232,13 @@ pub fn tool_input_json<'py>(
     block: &Bound<'py, PyAny>,
     path: &dyn Fn() -> String,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let input = block.getattr(intern!(block.py(), "input"))?;
+    let py = block.py();
+    let input = field(
+        layouts(py)?.tool_use.as_ref(),
+        block,
+        USE_INPUT,
+        intern!(py, "input"),
+    )?;
     let encoded = c
         .json_encode
         .bind(block.py())
@@ -293,7 +376,8 @@ pub fn meta_of(
 ) -> PyResult<Meta> {
     let py = msg.py();
     let c = check_message(msg, path)?;
-    let role = role_of(&msg.getattr(intern!(py, "role"))?)
+    let layout = layouts(py)?.message.as_ref();
+    let role = role_of(&field(layout, msg, ROLE, intern!(py, "role"))?)
         .ok_or_else(|| invalid_message("unknown role", format!("{path}.role")))?;
     let mut tally = TokenTally::with_encoding(encoding);
     let mut ids = ToolIds::default();
@@ -309,7 +393,7 @@ pub fn meta_of(
     }
     meta.real_user = role == Role::User && other_content;
     meta.compaction = ids.compaction;
-    let turn = msg.getattr(intern!(py, "turn"))?;
+    let turn = field(layout, msg, TURN, intern!(py, "turn"))?;
     if !turn.is_none() {
         let text: &str = turn.extract()?;
         meta.turn = Some(
@@ -348,20 +432,27 @@ fn walk_content(
     mut ids: Option<&mut ToolIds>,
 ) -> PyResult<bool> {
     let py = msg.py();
+    let l = layouts(py)?;
     let mut other_content = false;
-    let content = msg.getattr(intern!(py, "content"))?;
+    let content = field(l.message.as_ref(), msg, CONTENT, intern!(py, "content"))?;
     let mut add_block = |i: usize, block: Bound<'_, PyAny>| -> PyResult<()> {
         let bpath = || format!("{path}.content[{i}]");
         let ty = block.get_type();
         if ty.is(c.tool_result.bind(py)) {
             if let Some(ids) = ids.as_deref_mut() {
-                let id = with_str(&block, intern!(py, "tool_use_id"), bpath, |s: &str| {
-                    Arc::<str>::from(s)
-                })?;
+                let name = intern!(py, "tool_use_id");
+                let id = with_field_str(
+                    l.tool_result.as_ref(),
+                    &block,
+                    (RESULT_ID, name),
+                    bpath,
+                    |s| Arc::<str>::from(s),
+                )?;
                 ids.results.push(id);
             }
             tally.tool_result();
-            let content = block.getattr(intern!(py, "content"))?;
+            let name = intern!(py, "content");
+            let content = field(l.tool_result.as_ref(), &block, RESULT_CONTENT, name)?;
             tally_result_content(py, c, &content, &bpath, tally)?;
             return Ok(());
         }
@@ -378,24 +469,27 @@ fn walk_content(
             return Ok(());
         }
         other_content = true;
+        let text = (TEXT, intern!(py, "text"));
         if ty.is(c.text.bind(py)) {
-            with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
+            with_field_str(l.text.as_ref(), &block, text, bpath, |t| tally.text(t))?;
         } else if ty.is(c.tool_use.bind(py)) {
+            let uses = l.tool_use.as_ref();
             let encoded = tool_input_json(c, &block, &bpath)?;
             let json = std::str::from_utf8(encoded.as_bytes()).unwrap_or_default();
-            with_str(&block, intern!(py, "name"), bpath, |name| {
-                tally.tool_use(name, json);
-            })?;
+            let name = (USE_NAME, intern!(py, "name"));
+            with_field_str(uses, &block, name, bpath, |name| tally.tool_use(name, json))?;
             if let Some(ids) = ids.as_deref_mut() {
+                let id = (USE_ID, intern!(py, "id"));
                 ids.uses
-                    .push(with_str(&block, intern!(py, "id"), bpath, |s: &str| {
+                    .push(with_field_str(uses, &block, id, bpath, |s: &str| {
                         Arc::<str>::from(s)
                     })?);
             }
         } else if ty.is(c.image.bind(py)) {
             tally_image(py, &block, tally)?;
         } else if ty.is(c.reasoning.bind(py)) {
-            with_str(&block, intern!(py, "text"), bpath, |t| tally.text(t))?;
+            let text = (REASONING_TEXT, text.1);
+            with_field_str(l.reasoning.as_ref(), &block, text, bpath, |t| tally.text(t))?;
         } else {
             return Err(invalid_message("not a content block", bpath()));
         }

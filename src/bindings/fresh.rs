@@ -31,12 +31,14 @@ pub struct Layout {
     offsets: Vec<isize>,
 }
 
-/// The layouts of the classes the core builds, or `None` for a class it must call.
+/// The layouts of the classes the core builds and reads, or `None` for a class it must call
+/// (and read through `getattr`).
 pub struct Layouts {
     pub message: Option<Layout>,
     pub text: Option<Layout>,
     pub tool_use: Option<Layout>,
     pub tool_result: Option<Layout>,
+    pub reasoning: Option<Layout>,
 }
 
 static LAYOUTS: PyOnceLock<Layouts> = PyOnceLock::new();
@@ -56,6 +58,7 @@ pub fn layouts(py: Python<'_>) -> PyResult<&Layouts> {
             text: of(&c.text)?,
             tool_use: of(&c.tool_use)?,
             tool_result: of(&c.tool_result)?,
+            reasoning: of(&c.reasoning)?,
         })
     })
 }
@@ -95,6 +98,25 @@ fn layout_of(ty: &Bound<'_, PyType>) -> PyResult<Option<Layout>> {
 }
 
 impl Layout {
+    /// Field `i` of `obj` (a new reference) if `obj` is exactly this layout's class, read at
+    /// its offset: one load, where `getattr` costs a type lookup and a descriptor call. None
+    /// for another class (a subclass may add fields) or an empty slot.
+    pub fn get<'py>(&self, obj: &Bound<'py, PyAny>, i: usize) -> Option<Bound<'py, PyAny>> {
+        let py = obj.py();
+        let offset = *self.offsets.get(i)?;
+        if !obj.get_type().is(self.ty.bind(py)) {
+            return None;
+        }
+        // SAFETY: `obj` is exactly this class, whose field `i` is the aligned object slot at
+        // `offset` inside its instance (checked by `layout_of`); with the GIL held (this
+        // layout exists only on a GIL build) no other thread writes it. The value is taken
+        // as a new reference.
+        unsafe {
+            let value = field_at(obj.as_ptr(), offset).read();
+            (!value.is_null()).then(|| Bound::from_borrowed_ptr(py, value))
+        }
+    }
+
     /// A new instance with `values` as its fields (one per field, in order): what calling
     /// the class makes, without its `__post_init__`. The caller has checked every value.
     pub fn build<'py>(
