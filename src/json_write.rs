@@ -1,7 +1,7 @@
 //! Provider request JSON written from a message's parts, for the shapes every server turn
 //! renders: the same bytes the general path makes (the renderer's dicts encoded by msgspec),
-//! without building those dicts. Chat Completions messages (`write_message`, `write_tool`)
-//! and Anthropic messages (`write_anthropic`).
+//! without building those dicts. Chat Completions messages (`write_message`, `write_tool`),
+//! Anthropic messages (`write_anthropic`) and Responses input items (`write_responses_item`).
 //!
 //! The writers append one message object each, keys in the renderer's order and with no
 //! whitespace; strings are escaped as msgspec and `json.dumps(ensure_ascii=False)` escape
@@ -160,6 +160,103 @@ pub fn write_anthropic(out: &mut Vec<u8>, role: &str, parts: &[AnthropicPart<'_>
     out.extend_from_slice(b"]}");
 }
 
+/// One Responses input item.
+#[derive(Debug, Clone, Copy)]
+pub enum ResponsesItem<'a> {
+    /// A message's short form, `{"role":role,"content":text}`.
+    Short { role: &'a str, text: &'a str },
+    /// `{"type":"message","role":role,"content":...}`: `Text` as a string, else `Parts` as
+    /// `[{"type":kind,"text":...}, ...]` (`kind` is `input_text` or `output_text`).
+    Message {
+        role: &'a str,
+        content: ResponsesContent<'a>,
+    },
+    /// `{"type":"function_call","call_id":...,"name":...,"arguments":...}`.
+    Call {
+        call_id: &'a str,
+        name: &'a str,
+        arguments: &'a str,
+    },
+    /// `{"type":"function_call_output","call_id":...,"output":...}`.
+    Output { call_id: &'a str, output: &'a str },
+    /// `{"type":"reasoning","summary":[...]}`: one `summary_text` part unless `text` is
+    /// empty, then `"encrypted_content":signature` unless that is empty.
+    Reasoning { text: &'a str, signature: &'a str },
+}
+
+/// The `content` of a Responses `message` item.
+#[derive(Debug, Clone, Copy)]
+pub enum ResponsesContent<'a> {
+    Text(&'a str),
+    Parts { kind: &'a str, texts: &'a [&'a str] },
+}
+
+/// Appends one Responses input item.
+pub fn write_responses_item(out: &mut Vec<u8>, item: &ResponsesItem<'_>) {
+    match *item {
+        ResponsesItem::Short { role, text } => {
+            out.extend_from_slice(b"{\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"content\":");
+            write_str(out, text);
+        }
+        ResponsesItem::Message { role, content } => {
+            out.extend_from_slice(b"{\"type\":\"message\",\"role\":");
+            write_str(out, role);
+            out.extend_from_slice(b",\"content\":");
+            match content {
+                ResponsesContent::Text(text) => write_str(out, text),
+                ResponsesContent::Parts { kind, texts } => {
+                    out.push(b'[');
+                    for (i, text) in texts.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(b"{\"type\":");
+                        write_str(out, kind);
+                        out.extend_from_slice(b",\"text\":");
+                        write_str(out, text);
+                        out.push(b'}');
+                    }
+                    out.push(b']');
+                }
+            }
+        }
+        ResponsesItem::Call {
+            call_id,
+            name,
+            arguments,
+        } => {
+            out.extend_from_slice(b"{\"type\":\"function_call\",\"call_id\":");
+            write_str(out, call_id);
+            out.extend_from_slice(b",\"name\":");
+            write_str(out, name);
+            out.extend_from_slice(b",\"arguments\":");
+            write_str(out, arguments);
+        }
+        ResponsesItem::Output { call_id, output } => {
+            out.extend_from_slice(b"{\"type\":\"function_call_output\",\"call_id\":");
+            write_str(out, call_id);
+            out.extend_from_slice(b",\"output\":");
+            write_str(out, output);
+        }
+        ResponsesItem::Reasoning { text, signature } => {
+            out.extend_from_slice(b"{\"type\":\"reasoning\",\"summary\":[");
+            if !text.is_empty() {
+                out.extend_from_slice(b"{\"type\":\"summary_text\",\"text\":");
+                write_str(out, text);
+                out.push(b'}');
+            }
+            out.push(b']');
+            if !signature.is_empty() {
+                out.extend_from_slice(b",\"encrypted_content\":");
+                write_str(out, signature);
+            }
+        }
+    }
+    out.push(b'}');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,6 +322,53 @@ mod tests {
              {\"type\":\"thinking\",\"thinking\":\"t\",\"signature\":\"s\"},\
              {\"type\":\"tool_use\",\"id\":\"c1\",\"name\":\"f\",\"input\":{}},\
              {\"type\":\"tool_result\",\"tool_use_id\":\"c1\",\"content\":\"x\",\"is_error\":true}]}"
+        );
+        let parts = ResponsesContent::Parts {
+            kind: "output_text",
+            texts: &["a", "b"],
+        };
+        let items = [
+            ResponsesItem::Short {
+                role: "user",
+                text: "hi",
+            },
+            ResponsesItem::Message {
+                role: "assistant",
+                content: parts,
+            },
+            ResponsesItem::Call {
+                call_id: "c1",
+                name: "f",
+                arguments: "{}",
+            },
+            ResponsesItem::Output {
+                call_id: "c1",
+                output: "x",
+            },
+            ResponsesItem::Reasoning {
+                text: "",
+                signature: "s",
+            },
+            ResponsesItem::Reasoning {
+                text: "t",
+                signature: "",
+            },
+        ];
+        let written: Vec<String> = items
+            .iter()
+            .map(|item| text(|o| write_responses_item(o, item)))
+            .collect();
+        assert_eq!(
+            written,
+            [
+                "{\"role\":\"user\",\"content\":\"hi\"}",
+                "{\"type\":\"message\",\"role\":\"assistant\",\"content\":[\
+                 {\"type\":\"output_text\",\"text\":\"a\"},{\"type\":\"output_text\",\"text\":\"b\"}]}",
+                "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"}",
+                "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"x\"}",
+                "{\"type\":\"reasoning\",\"summary\":[],\"encrypted_content\":\"s\"}",
+                "{\"type\":\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":\"t\"}]}",
+            ]
         );
         assert_eq!(
             text(|o| write_tool(o, "c1", "out")),

@@ -55,6 +55,7 @@ __all__ = [
     "responses_fast_prefix",
     "responses_json_fast",
     "responses_render",
+    "responses_render_json",
     "text_post_init",
     "tool_result_post_init",
     "tool_use_post_init",
@@ -314,6 +315,15 @@ def responses_render(
 ) -> list[dict[str, Any]] | None:
     """A message in a common shape (no recorded fields, or only the short form of one text)
     as Responses input items, or ``None``."""
+
+def responses_render_json(
+    raw_key: str,
+    short_user: object,
+    short_assistant: object,
+    message: Message,
+) -> bytes | None:
+    """``responses_render``'s items as their JSON (comma-joined objects), written straight
+    from the message, or ``None``."""
 
 def message_post_init(message: Message) -> None:
     """``Message.__post_init__``: every check at once (meta frozen), else ``Message._check``."""

@@ -70,7 +70,7 @@ mod core_module {
     #[pymodule_export]
     use super::render::{copy_renderings, join_renderings, kept_rendering};
     #[pymodule_export]
-    use super::responses::{responses_fast_prefix, responses_render};
+    use super::responses::{responses_fast_prefix, responses_render, responses_render_json};
     #[pymodule_export]
     use super::responses_json::responses_json_fast;
     #[pymodule_export]

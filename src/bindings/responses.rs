@@ -18,15 +18,18 @@
 //! are text, tool calls, string tool results or reasoning (or a message of one text block
 //! recorded as the short form only) becomes the input items the general renderer makes for
 //! it, in the same key order, so the kept JSON bytes are the same; anything else is `None`.
+//! `responses_render_json` writes those items' JSON straight from the message (`json_write`),
+//! the bytes msgspec writes for the dicts; both follow one plan of the message (`plan`).
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
 use super::json::compact_json;
 use super::message::{new_message, text_block, tool_use_block};
-use super::shapes::{arguments, get, is_tag, nonempty, stop_on_invalid, tag, text};
+use super::shapes::{arguments, get, is_tag, nonempty, plain, stop_on_invalid, tag, text};
+use crate::json_write::{write_responses_item, ResponsesContent, ResponsesItem};
 
 /// The `Message.meta` key of the general reader's record.
 const KEY: &str = "openai_responses";
@@ -422,6 +425,199 @@ pub fn responses_render<'py>(
     message: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyList>>> {
     let py = message.py();
+    let Some(rendering) = plan(raw_key, short_user, short_assistant, message)? else {
+        return Ok(None);
+    };
+    let out = PyList::empty(py);
+    for item in &rendering.items {
+        out.append(rendering.dict(py, item)?)?;
+    }
+    Ok(Some(out))
+}
+
+/// `responses_render`'s items as the JSON the request holds (comma-joined objects, no
+/// brackets), written straight from the message: the bytes msgspec writes for those dicts.
+/// `None` for the general path: not a common shape, or a string that is not valid UTF-8 or
+/// not an exact `str` (the encoder decides what becomes of those).
+#[pyfunction]
+pub fn responses_render_json<'py>(
+    raw_key: &Bound<'py, PyString>,
+    short_user: &Bound<'py, PyAny>,
+    short_assistant: &Bound<'py, PyAny>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let py = message.py();
+    let Some(rendering) = plan(raw_key, short_user, short_assistant, message)? else {
+        return Ok(None);
+    };
+    let Some(role) = plain(&rendering.role) else {
+        return Ok(None);
+    };
+    let mut out: Vec<u8> = Vec::with_capacity(160);
+    let mut texts: Vec<&str> = Vec::new();
+    for (i, item) in rendering.items.iter().enumerate() {
+        let item = match item {
+            Planned::Short(text) => match plain(text) {
+                Some(text) => ResponsesItem::Short { role, text },
+                None => return Ok(None),
+            },
+            Planned::Message(parts) => {
+                texts.clear();
+                for text in parts {
+                    let Some(text) = plain(text) else {
+                        return Ok(None);
+                    };
+                    texts.push(text);
+                }
+                let content = match texts[..] {
+                    [text] if !rendering.assistant => ResponsesContent::Text(text),
+                    _ => ResponsesContent::Parts {
+                        kind: rendering.part_type(),
+                        texts: &texts,
+                    },
+                };
+                ResponsesItem::Message { role, content }
+            }
+            Planned::Call {
+                id,
+                name,
+                arguments,
+            } => match (plain(id), plain(name)) {
+                (Some(call_id), Some(name)) => ResponsesItem::Call {
+                    call_id,
+                    name,
+                    arguments: arguments.to_str()?,
+                },
+                _ => return Ok(None),
+            },
+            Planned::Output { id, output } => match (plain(id), plain(output)) {
+                (Some(call_id), Some(output)) => ResponsesItem::Output { call_id, output },
+                _ => return Ok(None),
+            },
+            Planned::Reasoning { text, signature } => match (plain(text), plain(signature)) {
+                (Some(text), Some(signature)) => ResponsesItem::Reasoning { text, signature },
+                _ => return Ok(None),
+            },
+        };
+        if i > 0 {
+            out.push(b',');
+        }
+        write_responses_item(&mut out, &item);
+    }
+    Ok(Some(PyBytes::new(py, &out)))
+}
+
+/// A message's input items in a common shape, their values held (`plan`'s answer).
+struct Rendering<'py> {
+    role: Bound<'py, PyAny>,
+    assistant: bool,
+    items: Vec<Planned<'py>>,
+}
+
+/// One input item of a message.
+enum Planned<'py> {
+    /// The short form `{"role", "content"}` of the message's one text.
+    Short(Bound<'py, PyAny>),
+    /// A `message` item of these texts: one string, unless the message is the assistant's,
+    /// else text parts.
+    Message(Vec<Bound<'py, PyAny>>),
+    /// A `function_call`, its arguments the compact JSON of the call's input.
+    Call {
+        id: Bound<'py, PyAny>,
+        name: Bound<'py, PyAny>,
+        arguments: Bound<'py, PyString>,
+    },
+    /// A `function_call_output` of a string.
+    Output {
+        id: Bound<'py, PyAny>,
+        output: Bound<'py, PyAny>,
+    },
+    /// A `reasoning` item (a redacted one renders as nothing).
+    Reasoning {
+        text: Bound<'py, PyAny>,
+        signature: Bound<'py, PyAny>,
+    },
+}
+
+impl<'py> Rendering<'py> {
+    /// The type of the message's text parts.
+    fn part_type(&self) -> &'static str {
+        if self.assistant {
+            "output_text"
+        } else {
+            "input_text"
+        }
+    }
+
+    /// `item` as the general renderer's dict, keys in its order.
+    fn dict(&self, py: Python<'py>, item: &Planned<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        match item {
+            Planned::Short(text) => {
+                dict.set_item(intern!(py, "role"), &self.role)?;
+                dict.set_item(intern!(py, "content"), text)?;
+            }
+            Planned::Message(texts) => {
+                let content = match &texts[..] {
+                    [text] if !self.assistant => text.clone(),
+                    _ => {
+                        let part_type = PyString::intern(py, self.part_type());
+                        let parts = PyList::empty(py);
+                        for text in texts {
+                            let part = PyDict::new(py);
+                            part.set_item(intern!(py, "type"), &part_type)?;
+                            part.set_item(intern!(py, "text"), text)?;
+                            parts.append(part)?;
+                        }
+                        parts.into_any()
+                    }
+                };
+                dict.set_item(intern!(py, "type"), intern!(py, "message"))?;
+                dict.set_item(intern!(py, "role"), &self.role)?;
+                dict.set_item(intern!(py, "content"), content)?;
+            }
+            Planned::Call {
+                id,
+                name,
+                arguments,
+            } => {
+                dict.set_item(intern!(py, "type"), intern!(py, "function_call"))?;
+                dict.set_item(intern!(py, "call_id"), id)?;
+                dict.set_item(intern!(py, "name"), name)?;
+                dict.set_item(intern!(py, "arguments"), arguments)?;
+            }
+            Planned::Output { id, output } => {
+                dict.set_item(intern!(py, "type"), intern!(py, "function_call_output"))?;
+                dict.set_item(intern!(py, "call_id"), id)?;
+                dict.set_item(intern!(py, "output"), output)?;
+            }
+            Planned::Reasoning { text, signature } => {
+                let summary = PyList::empty(py);
+                if !text.cast_exact::<PyString>()?.to_str()?.is_empty() {
+                    let part = PyDict::new(py);
+                    part.set_item(intern!(py, "type"), intern!(py, "summary_text"))?;
+                    part.set_item(intern!(py, "text"), text)?;
+                    summary.append(part)?;
+                }
+                dict.set_item(intern!(py, "type"), intern!(py, "reasoning"))?;
+                dict.set_item(intern!(py, "summary"), summary)?;
+                if !signature.cast_exact::<PyString>()?.to_str()?.is_empty() {
+                    dict.set_item(intern!(py, "encrypted_content"), signature)?;
+                }
+            }
+        }
+        Ok(dict)
+    }
+}
+
+/// The input items `message` renders as, if it has a common shape (see `responses_render`).
+fn plan<'py>(
+    raw_key: &Bound<'py, PyString>,
+    short_user: &Bound<'py, PyAny>,
+    short_assistant: &Bound<'py, PyAny>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Rendering<'py>>> {
+    let py = message.py();
     let c = classes(py)?;
     if !message.get_type().is(c.message.bind(py)) {
         return Ok(None);
@@ -434,7 +630,7 @@ pub fn responses_render<'py>(
     let is =
         |block: &Bound<'py, PyAny>, ty: &Py<pyo3::types::PyType>| block.get_type().is(ty.bind(py));
     let meta = message.getattr(intern!(py, "meta"))?;
-    let out = PyList::empty(py);
+    let mut items = Vec::with_capacity(blocks.len().max(1));
     if !meta.is_none() {
         // Only the short form of one text, as the general reader records it.
         let short = match role_str {
@@ -445,66 +641,47 @@ pub fn responses_render<'py>(
         if blocks.len() != 1 || !is(&blocks.get_item(0)?, &c.text) || !meta.eq(short)? {
             return Ok(None);
         }
-        let item = PyDict::new(py);
-        item.set_item(intern!(py, "role"), &role)?;
-        item.set_item(
-            intern!(py, "content"),
+        items.push(Planned::Short(
             blocks.get_item(0)?.getattr(intern!(py, "text"))?,
-        )?;
-        out.append(item)?;
-        return Ok(Some(out));
+        ));
+        return Ok(Some(Rendering {
+            role,
+            assistant,
+            items,
+        }));
+    }
+    if blocks.is_empty() {
+        // The canonical rendering of no blocks: one empty message.
+        items.push(Planned::Message(Vec::new()));
     }
     let mut texts: Vec<Bound<'py, PyAny>> = Vec::new();
-    let flush = |texts: &mut Vec<Bound<'py, PyAny>>, always: bool| -> PyResult<()> {
-        if texts.is_empty() && !always {
-            return Ok(());
-        }
-        let content = if texts.len() == 1 && !assistant {
-            texts.pop().unwrap_or_else(|| py.None().into_bound(py))
-        } else {
-            let part_type = if assistant {
-                intern!(py, "output_text")
-            } else {
-                intern!(py, "input_text")
-            };
-            let parts = PyList::empty(py);
-            for text in texts.drain(..) {
-                let part = PyDict::new(py);
-                part.set_item(intern!(py, "type"), part_type)?;
-                part.set_item(intern!(py, "text"), text)?;
-                parts.append(part)?;
-            }
-            parts.into_any()
-        };
-        let item = PyDict::new(py);
-        item.set_item(intern!(py, "type"), intern!(py, "message"))?;
-        item.set_item(intern!(py, "role"), &role)?;
-        item.set_item(intern!(py, "content"), content)?;
-        out.append(item)
-    };
-    if blocks.is_empty() {
-        flush(&mut texts, true)?; // the canonical rendering of no blocks: one empty message
-        return Ok(Some(out));
-    }
     for block in blocks.iter() {
         if is(&block, &c.text) {
             texts.push(block.getattr(intern!(py, "text"))?);
             continue;
         }
-        flush(&mut texts, false)?;
-        match render_item(c, &block, raw_key)? {
-            Rendered::Item(item) => out.append(item)?,
+        if !texts.is_empty() {
+            items.push(Planned::Message(std::mem::take(&mut texts)));
+        }
+        match plan_block(c, &block, raw_key)? {
+            Rendered::Item(item) => items.push(item),
             Rendered::Nothing => {}
             Rendered::General => return Ok(None),
         }
     }
-    flush(&mut texts, false)?;
-    Ok(Some(out))
+    if !texts.is_empty() {
+        items.push(Planned::Message(texts));
+    }
+    Ok(Some(Rendering {
+        role,
+        assistant,
+        items,
+    }))
 }
 
 /// What one non-text block renders as.
 enum Rendered<'py> {
-    Item(Bound<'py, PyDict>),
+    Item(Planned<'py>),
     /// A redacted reasoning block: the Responses format cannot carry it.
     Nothing,
     /// Not a common shape: the general renderer.
@@ -512,53 +689,43 @@ enum Rendered<'py> {
 }
 
 /// The input item of a tool call, a string tool result or a reasoning block.
-fn render_item<'py>(
+fn plan_block<'py>(
     c: &Classes,
     block: &Bound<'py, PyAny>,
     raw_key: &Bound<'py, PyString>,
 ) -> PyResult<Rendered<'py>> {
     let py = block.py();
     let ty = block.get_type();
-    let item = PyDict::new(py);
-    if ty.is(c.tool_use.bind(py)) {
+    let item = if ty.is(c.tool_use.bind(py)) {
         let input = block.getattr(intern!(py, "input"))?;
         if input.cast::<PyDict>()?.contains(raw_key)? {
             return Ok(Rendered::General); // arguments kept as text
         }
-        item.set_item(intern!(py, "type"), intern!(py, "function_call"))?;
-        item.set_item(intern!(py, "call_id"), block.getattr(intern!(py, "id"))?)?;
-        item.set_item(intern!(py, "name"), block.getattr(intern!(py, "name"))?)?;
-        item.set_item(intern!(py, "arguments"), compact_json(&input)?)?;
+        Planned::Call {
+            id: block.getattr(intern!(py, "id"))?,
+            name: block.getattr(intern!(py, "name"))?,
+            arguments: compact_json(&input)?,
+        }
     } else if ty.is(c.tool_result.bind(py)) {
         let output = block.getattr(intern!(py, "content"))?;
         if output.cast_exact::<PyString>().is_err() {
             return Ok(Rendered::General); // text and image parts
         }
-        item.set_item(intern!(py, "type"), intern!(py, "function_call_output"))?;
-        let id = block.getattr(intern!(py, "tool_use_id"))?;
-        item.set_item(intern!(py, "call_id"), id)?;
-        item.set_item(intern!(py, "output"), output)?;
+        Planned::Output {
+            id: block.getattr(intern!(py, "tool_use_id"))?,
+            output,
+        }
     } else if ty.is(c.reasoning.bind(py)) {
         let redacted = block.getattr(intern!(py, "redacted"))?;
         if redacted.cast_exact::<PyBool>()?.is_true() {
             return Ok(Rendered::Nothing);
         }
-        let text = block.getattr(intern!(py, "text"))?;
-        let summary = PyList::empty(py);
-        if !text.cast_exact::<PyString>()?.to_str()?.is_empty() {
-            let part = PyDict::new(py);
-            part.set_item(intern!(py, "type"), intern!(py, "summary_text"))?;
-            part.set_item(intern!(py, "text"), text)?;
-            summary.append(part)?;
-        }
-        item.set_item(intern!(py, "type"), intern!(py, "reasoning"))?;
-        item.set_item(intern!(py, "summary"), summary)?;
-        let signature = block.getattr(intern!(py, "signature"))?;
-        if !signature.cast_exact::<PyString>()?.to_str()?.is_empty() {
-            item.set_item(intern!(py, "encrypted_content"), signature)?;
+        Planned::Reasoning {
+            text: block.getattr(intern!(py, "text"))?,
+            signature: block.getattr(intern!(py, "signature"))?,
         }
     } else {
         return Ok(Rendered::General); // images
-    }
+    };
     Ok(Rendered::Item(item))
 }

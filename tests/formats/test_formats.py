@@ -1290,12 +1290,14 @@ def test_the_fast_responses_renderer_renders_what_the_general_renderer_renders(
         for role, text in short
         if not _has_surrogate(text)
     ]
-    fast = _responses_json(ms)
+    written = _responses_json(ms)  # the core's JSON writer, straight from the message
     with pytest.MonkeyPatch.context() as m:
+        m.setattr(openai_responses._RENDERINGS, "_fast_json", None)
+        encoded = _responses_json(ms)  # the core's objects, encoded
         m.setattr(openai_responses, "render_common", lambda message: None)
         m.setattr(openai_responses._RENDERINGS, "_fast", lambda message: None)  # the core's too
         general = _responses_json(ms)
-    assert fast == general
+    assert written == encoded == general
 
 
 def _has_surrogate(text: str) -> bool:
@@ -1373,6 +1375,7 @@ def test_tool_arguments_are_written_as_the_general_renderers_write_them(
         with pytest.MonkeyPatch.context() as m:
             m.setattr(module, name, lambda message: None)
             m.setattr(module._RENDERINGS, "_fast", lambda message: None)  # the core's too
+            m.setattr(module._RENDERINGS, "_fast_json", None)
             general = to_json(ms)
         assert fast == general
 

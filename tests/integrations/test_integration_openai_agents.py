@@ -709,6 +709,7 @@ def test_common_messages_render_as_the_responses_renderer_does(message: Message)
     try:  # the general renderer, not its common shapes, on a copy that was never rendered
         with pytest.MonkeyPatch.context() as m:
             m.setattr(openai_responses, "render_common", lambda message: None)
+            m.setattr(openai_responses._RENDERINGS, "_fast_json", None)
             general_json = to_openai_responses_json([Message.decode(message.encode())])
     except InvalidMessage:
         pytest.fail(f"rendered directly, rejected by the renderer: {message!r}")

@@ -464,6 +464,11 @@ def read_common_item(data: dict[str, Any]) -> Message | None:
 render_common: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
     _core.responses_render, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
 )
+#: ``render_common``'s items as their JSON (comma-joined objects), written in the core
+#: straight from the message: the bytes path's first rendering of a message, no dicts made.
+render_common_json: Callable[[Message], bytes | None] = functools.partial(
+    _core.responses_render_json, RAW_ARGUMENTS, _SHORT_USER, _SHORT_ASSISTANT
+)
 
 
 def _render(m: Message, path: str) -> list[dict[str, Any]]:
@@ -552,4 +557,4 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 
 #: Where a message keeps its Responses rendering.
-_RENDERINGS = Renderings("_ctxtrim_openai_responses", _render, render_common)
+_RENDERINGS = Renderings("_ctxtrim_openai_responses", _render, render_common, render_common_json)
