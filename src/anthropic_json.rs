@@ -25,7 +25,7 @@ use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::json_read::{nonempty, once, read_whole, skip, under_key};
+use crate::json_read::{nonempty, once, read_whole, skip, under_key, Str};
 
 /// A tool result's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,10 +121,10 @@ impl<'de> Deserialize<'de> for AnthropicMessage {
                 self,
                 mut map: A,
             ) -> Result<AnthropicMessage, A::Error> {
-                let mut role: Option<String> = None;
+                let mut role: Option<Str> = None;
                 let mut content: Option<Content> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "role" => once(&mut role, map.next_value()?)?,
                         "content" => once(&mut content, map.next_value()?)?,
                         _ => return Err(A::Error::custom("another key")),
@@ -229,8 +229,8 @@ impl<'de> Deserialize<'de> for Block {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
                 let mut f = BlockFields::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "type" => once(&mut f.kind, map.next_value()?)?,
                         "text" => once(&mut f.text, map.next_value()?)?,
                         "id" => once(&mut f.id, map.next_value()?)?,

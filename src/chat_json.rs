@@ -24,7 +24,7 @@ use std::fmt;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::json_read::{nonempty, once, read_whole, skip, under_key};
+use crate::json_read::{nonempty, once, read_whole, skip, under_key, Str};
 
 /// A message's role among those with a plain text shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,11 +140,11 @@ impl<'de> Deserialize<'de> for ChatMessage {
                 f.write_str("a Chat Completions message in a common shape")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChatMessage, A::Error> {
-                let mut role: Option<String> = None;
+                let mut role: Option<Str> = None;
                 let mut content: Option<Option<String>> = None;
                 let mut call_id: Option<String> = None;
                 let mut calls: Option<Option<Calls>> = None;
-                while let Some(key) = map.next_key::<String>()? {
+                while let Some(key) = map.next_key::<Str>()? {
                     match Field::of(&key) {
                         Some(Field::Role) => once(&mut role, map.next_value()?)?,
                         Some(Field::Content) => once(&mut content, map.next_value()?)?,
@@ -155,7 +155,7 @@ impl<'de> Deserialize<'de> for ChatMessage {
                 }
                 let role = role.ok_or_else(|| A::Error::custom("no role"))?;
                 let content = content.ok_or_else(|| A::Error::custom("no content"))?;
-                match (role.as_str(), content, call_id, calls) {
+                match (&*role, content, call_id, calls) {
                     ("system", Some(text), None, None) => Ok(ChatMessage::Text {
                         role: TextRole::System,
                         text,
@@ -201,10 +201,10 @@ impl<'de> Deserialize<'de> for Call {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Call, A::Error> {
                 let mut id: Option<String> = None;
-                let mut kind: Option<String> = None;
+                let mut kind: Option<Str> = None;
                 let mut function: Option<Function> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "id" => once(&mut id, map.next_value()?)?,
                         "type" => once(&mut kind, map.next_value()?)?,
                         "function" => once(&mut function, map.next_value()?)?,
@@ -241,8 +241,8 @@ impl<'de> Deserialize<'de> for Function {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Function, A::Error> {
                 let mut name: Option<String> = None;
                 let mut arguments: Option<String> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "name" => once(&mut name, map.next_value()?)?,
                         "arguments" => once(&mut arguments, map.next_value()?)?,
                         _ => return Err(A::Error::custom("another key")),

@@ -5,7 +5,9 @@
 //! never shown to anyone (the general reader then names what is wrong), so it only has to
 //! say, to someone reading a failed unit test, why the fast reader gave up.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::ops::Deref;
 
 use serde::de::{DeserializeOwned, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
@@ -33,8 +35,8 @@ where
     F: FnMut(&str, &mut A) -> Result<(), A::Error>,
 {
     let mut found = None;
-    while let Some(k) = map.next_key::<String>()? {
-        if k == key {
+    while let Some(k) = map.next_key::<Str>()? {
+        if &*k == key {
             once(&mut found, map.next_value()?)?;
         } else {
             other(&k, &mut map)?;
@@ -63,6 +65,36 @@ pub(crate) fn nonempty<E: Error>(s: String) -> Result<String, E> {
         return Err(E::custom("empty"));
     }
     Ok(s)
+}
+
+/// A string read from the body, borrowed from its text when it has no escapes (every key
+/// and tag the readers know has none): no allocation for it, where a `String` is one each.
+pub(crate) struct Str<'de>(Cow<'de, str>);
+
+impl Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Str<'de> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: Error>(self, v: &str) -> Result<Str<'de>, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+        }
+        de.deserialize_str(V)
+    }
 }
 
 /// Any JSON value, read in full (so its numbers and strings are checked) and dropped.
@@ -99,7 +131,7 @@ impl<'de> Deserialize<'de> for Any {
                 Ok(Any)
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-                while map.next_key::<String>()?.is_some() {
+                while map.next_key::<Str>()?.is_some() {
                     map.next_value::<Any>()?;
                 }
                 Ok(Any)

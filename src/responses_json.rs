@@ -29,7 +29,7 @@ use serde::de::value::SeqAccessDeserializer;
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::Deserialize;
 
-use crate::json_read::{nonempty, once, read_whole, skip, under_key};
+use crate::json_read::{nonempty, once, read_whole, skip, under_key, Str};
 
 /// A message item's role among those with a common shape (`developer` is recorded: the
 /// general reader's).
@@ -181,8 +181,8 @@ impl<'de> Deserialize<'de> for Part {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
                 let mut kind: Option<String> = None;
                 let mut text: Option<String> = None;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "type" => once(&mut kind, map.next_value()?)?,
                         "text" => once(&mut text, map.next_value()?)?,
                         _ => return Err(A::Error::custom("another key")),
@@ -224,8 +224,8 @@ impl<'de> Deserialize<'de> for Item {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
                 let mut f = ItemFields::default();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
+                while let Some(key) = map.next_key::<Str>()? {
+                    match &*key {
                         "type" => once(&mut f.kind, map.next_value()?)?,
                         "role" => once(&mut f.role, map.next_value()?)?,
                         "content" => once(&mut f.content, map.next_value()?)?,
