@@ -156,6 +156,9 @@ pub fn cut_log_json<'py>(
         }
     }
     array.lit(b"]");
+    if system.is_some() {
+        array.lit(b"}"); // the body's end
+    }
     // The body's start, up to the array: copied when the last request had the same system
     // messages, else written (after the items, as `to_anthropic_json` renders them).
     let mut head = Plan::new(0);
@@ -172,15 +175,11 @@ pub fn cut_log_json<'py>(
         }
     }
     let open = head.len;
-    let mut tail = Plan::new(0);
-    if system.is_some() {
-        tail.lit(b"}");
-    }
     let last_bytes = last.map_or(&[][..], |j| j.bytes.bind(py).as_bytes());
-    let pieces = head.pieces.iter().chain(&array.pieces).chain(&tail.pieces);
+    let pieces = head.pieces.iter().chain(&array.pieces);
     let bytes = bytes_of(
         py,
-        open + array.len + tail.len,
+        open + array.len,
         pieces.map(|piece| match piece {
             Piece::Last(a, b) => &last_bytes[*a..*b],
             Piece::Bytes(bytes) => bytes.as_bytes(),
@@ -210,7 +209,8 @@ enum Piece<'py> {
 }
 
 /// A part of a request planned before it is written: its pieces, its length, and (for the
-/// array) where each of its positions' items lies, counted from the array's `[`.
+/// array, with the body's closing `}` after it when there is a body) where each of its
+/// positions' items lies, counted from the array's `[`.
 struct Plan<'py> {
     pieces: Vec<Piece<'py>>,
     len: usize,
@@ -218,7 +218,7 @@ struct Plan<'py> {
 }
 
 impl<'py> Plan<'py> {
-    /// An empty part, with room for `n` positions.
+    /// An empty part (the body's start, or the array), with room for `n` positions.
     fn new(n: usize) -> Self {
         Self {
             pieces: Vec::with_capacity(n / 4 + 4),
