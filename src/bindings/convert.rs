@@ -125,12 +125,13 @@ const fn str_eq(a: &str, b: &str) -> bool {
 
 /// The fields indexing reads, by their place in their struct (for [`field`]).
 const ROLE: usize = index_of(&MESSAGE_FIELDS, "role");
-const CONTENT: usize = index_of(&MESSAGE_FIELDS, "content");
+pub(super) const CONTENT: usize = index_of(&MESSAGE_FIELDS, "content");
+pub(super) const META: usize = index_of(&MESSAGE_FIELDS, "meta");
 const TURN: usize = index_of(&MESSAGE_FIELDS, "turn");
-const TEXT: usize = index_of(&TEXT_FIELDS, "text");
+pub(super) const TEXT: usize = index_of(&TEXT_FIELDS, "text");
 const USE_ID: usize = index_of(&TOOL_USE_FIELDS, "id");
 const USE_NAME: usize = index_of(&TOOL_USE_FIELDS, "name");
-const USE_INPUT: usize = index_of(&TOOL_USE_FIELDS, "input");
+pub(super) const USE_INPUT: usize = index_of(&TOOL_USE_FIELDS, "input");
 const RESULT_ID: usize = index_of(&TOOL_RESULT_FIELDS, "tool_use_id");
 const RESULT_CONTENT: usize = index_of(&TOOL_RESULT_FIELDS, "content");
 const REASONING_TEXT: usize = index_of(&REASONING_FIELDS, "text");
@@ -142,10 +143,22 @@ const REASONING_TEXT: usize = index_of(&REASONING_FIELDS, "text");
 pub fn read_fields<'py, const N: usize>(
     c: &Classes,
     obj: &Bound<'py, PyAny>,
-    class: &Py<PyType>,
+    (class, layout): (&Py<PyType>, Option<&Layout>),
     names: &[&str; N],
 ) -> PyResult<[Bound<'py, PyAny>; N]> {
     let py = obj.py();
+    // At their offsets when `obj` is exactly the class (no slot is empty once constructed):
+    // a `Message`'s construction reads every field, and a call to `astuple` costs more
+    // than its checks.
+    if let Some(layout) = layout {
+        let mut read = [const { None }; N];
+        for (i, value) in read.iter_mut().enumerate() {
+            *value = layout.get(obj, i);
+        }
+        if read.iter().all(Option::is_some) {
+            return Ok(read.map(|value| value.unwrap_or_else(|| py.None().into_bound(py))));
+        }
+    }
     let values: Vec<Bound<'py, PyAny>> = if obj.get_type().is(class.bind(py)) {
         let tuple = c.astuple.bind(py).call1((obj,))?.cast_into::<PyTuple>()?;
         tuple.iter().take(N).collect()

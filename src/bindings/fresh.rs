@@ -117,6 +117,29 @@ impl Layout {
         }
     }
 
+    /// Stores `value` (a new reference) in field `i` of `obj`, releasing the one it held, if
+    /// `obj` is exactly this layout's class: what msgspec's `force_setattr` does to a frozen
+    /// struct, without the call. False (nothing done) for another class.
+    pub fn set(&self, obj: &Bound<'_, PyAny>, i: usize, value: &Bound<'_, PyAny>) -> bool {
+        let Some(&offset) = self.offsets.get(i) else {
+            return false;
+        };
+        if !obj.get_type().is(self.ty.bind(obj.py())) {
+            return false;
+        }
+        // SAFETY: as in `get`; the slot takes a new reference to `value`, and the one it held
+        // is released after the write, as CPython's member descriptor does.
+        unsafe {
+            let field = field_at(obj.as_ptr(), offset);
+            let old = field.read();
+            field.write(value.clone().into_ptr());
+            if !old.is_null() {
+                ffi::Py_DECREF(old);
+            }
+        }
+        true
+    }
+
     /// A new instance with `values` as its fields (one per field, in order): what calling
     /// the class makes, without its `__post_init__`. The caller has checked every value.
     pub fn build<'py>(

@@ -33,9 +33,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple, PyT
 use pyo3::{intern, Py};
 
 use super::convert::{
-    classes, read_fields, Classes, MESSAGE_FIELDS, TOOL_RESULT_FIELDS, TOOL_USE_FIELDS,
+    classes, field, read_fields, Classes, CONTENT, MESSAGE_FIELDS, META, TEXT, TOOL_RESULT_FIELDS,
+    TOOL_USE_FIELDS, USE_INPUT,
 };
-use super::fresh::layouts;
+use super::fresh::{layouts, Layout};
 use super::untrack::untrack;
 
 /// Nesting beyond which a value is left to the Python checks (which also find cycles).
@@ -157,14 +158,17 @@ fn opt_str(value: &Bound<'_, PyAny>) -> bool {
     value.is_none() || value.cast_exact::<PyString>().is_ok_and(plain_str)
 }
 
-/// Replaces the frozen struct's field `name` by `value` (msgspec's `force_setattr`).
+/// Replaces the frozen struct's field `i`, named `name`, by `value`: at its offset when
+/// `obj` is exactly `layout`'s class, else through msgspec's `force_setattr`.
 fn force_set(
     c: &Classes,
     obj: &Bound<'_, PyAny>,
-    name: &Bound<'_, PyString>,
+    (layout, i, name): (Option<&Layout>, usize, &Bound<'_, PyString>),
     value: Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    c.force_setattr.bind(obj.py()).call1((obj, name, value))?;
+    if !layout.is_some_and(|layout| layout.set(obj, i, &value)) {
+        c.force_setattr.bind(obj.py()).call1((obj, name, value))?;
+    }
     Ok(())
 }
 
@@ -173,7 +177,8 @@ fn force_set(
 fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
-    let [id, name, input] = read_fields(c, block, &c.tool_use, &TOOL_USE_FIELDS)?;
+    let layout = layouts(py)?.tool_use.as_ref();
+    let [id, name, input] = read_fields(c, block, (&c.tool_use, layout), &TOOL_USE_FIELDS)?;
     if !nonempty_str(&id) || !nonempty_str(&name) {
         return Ok(false);
     }
@@ -181,7 +186,8 @@ fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
         return Ok(false);
     };
     if !frozen.is(&input) {
-        force_set(c, block, intern!(py, "input"), frozen)?;
+        let field = (layout, USE_INPUT, intern!(py, "input"));
+        force_set(c, block, field, frozen)?;
     }
     Ok(true)
 }
@@ -191,8 +197,12 @@ fn tool_use_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
 fn tool_result_ok(block: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = block.py();
     let c = classes(py)?;
-    let [tool_use_id, content, is_error, compact_summary] =
-        read_fields(c, block, &c.tool_result, &TOOL_RESULT_FIELDS)?;
+    let [tool_use_id, content, is_error, compact_summary] = read_fields(
+        c,
+        block,
+        (&c.tool_result, layouts(py)?.tool_result.as_ref()),
+        &TOOL_RESULT_FIELDS,
+    )?;
     if !nonempty_str(&tool_use_id) {
         return Ok(false);
     }
@@ -228,8 +238,9 @@ fn turn_id(value: &Bound<'_, PyAny>) -> bool {
 fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = message.py();
     let c = classes(py)?;
+    let layout = layouts(py)?.message.as_ref();
     let [role, content, id, turn, name, usage, meta] =
-        read_fields(c, message, &c.message, &MESSAGE_FIELDS)?;
+        read_fields(c, message, (&c.message, layout), &MESSAGE_FIELDS)?;
     let Ok(role) = role.cast_exact::<PyString>() else {
         return Ok(false);
     };
@@ -253,19 +264,15 @@ fn message_ok(message: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
     if listed.is_some() {
         untrack(content); // `gc=False` blocks only (as in `new_message`)
-        force_set(
-            c,
-            message,
-            intern!(py, "content"),
-            content.clone().into_any(),
-        )?;
+        let field = (layout, CONTENT, intern!(py, "content"));
+        force_set(c, message, field, content.clone().into_any())?;
     }
     if !meta.is_none() {
         let Some(frozen) = frozen_json(&meta)? else {
             return Ok(false);
         };
         if !frozen.is(&meta) {
-            force_set(c, message, intern!(py, "meta"), frozen)?;
+            force_set(c, message, (layout, META, intern!(py, "meta")), frozen)?;
         }
     }
     Ok(true)
@@ -282,7 +289,8 @@ fn checked(obj: &Bound<'_, PyAny>, fast_ok: bool) -> PyResult<()> {
 /// `TextBlock.__post_init__`.
 #[pyfunction]
 pub fn text_post_init(block: &Bound<'_, PyAny>) -> PyResult<()> {
-    let text = block.getattr(intern!(block.py(), "text"))?;
+    let name = intern!(block.py(), "text");
+    let text = field(layouts(block.py())?.text.as_ref(), block, TEXT, name)?;
     checked(block, text.cast_exact::<PyString>().is_ok_and(plain_str))
 }
 

@@ -177,10 +177,16 @@ def _bench_size(rows: list[Row], size: int, *, smoke: bool, repeat: int) -> None
     seed_store = drive(MemoryContextStore.from_history(history))
     fit_seed = FitContextWindow(BUDGET)
 
-    def ctxtrim_seed() -> object:
+    async def seed_turn() -> object:
         for message in seed_messages(nxt()):
-            drive(seed_store.append(message))
+            await seed_store.append(message)
         return fit_seed.apply(seed_store)
+
+    def ctxtrim_seed() -> object:
+        # One step of the user's coroutine, as an event loop takes it (nothing suspends);
+        # driving each `append` on its own would time a StopIteration per message that an
+        # `await` inside a coroutine never raises.
+        return drive(seed_turn())
 
     ax = _agentix_plain(turns, nxt)
     for workload, ours, impl in (
