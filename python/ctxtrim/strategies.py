@@ -527,8 +527,8 @@ class _CoreCut(_CutStrategy):
 
     def _on_store(self, store: MemoryContextStore) -> list[Message] | None:
         # A server turn's call goes straight to the core: the generic path's frames cost as
-        # much as the core's decision on a turn.
-        return self._cut_log(store.log)
+        # much as the core's decision on a turn (so does the `log` property's).
+        return _core.cut_log(store._log, *self._cut_rule())[0]
 
     def apply_json(self, source: Source, format: str) -> bytes:
         if not _observe.state.watching:

@@ -104,7 +104,7 @@ impl Layout {
     pub fn get<'py>(&self, obj: &Bound<'py, PyAny>, i: usize) -> Option<Bound<'py, PyAny>> {
         let py = obj.py();
         let offset = *self.offsets.get(i)?;
-        if !obj.get_type().is(self.ty.bind(py)) {
+        if obj.get_type_ptr() != self.ty.as_ptr().cast() {
             return None;
         }
         // SAFETY: `obj` is exactly this class, whose field `i` is the aligned object slot at
@@ -124,7 +124,7 @@ impl Layout {
         let Some(&offset) = self.offsets.get(i) else {
             return false;
         };
-        if !obj.get_type().is(self.ty.bind(obj.py())) {
+        if obj.get_type_ptr() != self.ty.as_ptr().cast() {
             return false;
         }
         // SAFETY: as in `get`; the slot takes a new reference to `value`, and the one it held
