@@ -918,6 +918,36 @@ def test_frozen_values_are_shared_not_copied_again() -> None:
         assert isinstance(twin.meta["a"], FrozenList)
 
 
+class _OwnMessage(Message):
+    """A subclass: the core reads and writes its fields through the class, not at offsets."""
+
+
+class _OwnToolUse(ToolUseBlock):
+    pass
+
+
+@pytest.mark.parametrize("cls", [Message, _OwnMessage])
+@pytest.mark.parametrize("use_cls", [ToolUseBlock, _OwnToolUse])
+def test_construction_stores_what_it_checked_and_releases_what_it_replaced(
+    cls: type[Message], use_cls: type[ToolUseBlock]
+) -> None:
+    # A list of blocks is stored as its tuple, `meta` and a tool call's `input` as frozen
+    # copies, for the exact classes (written at the fields' offsets) as for subclasses
+    # (through msgspec); what each field held before is released, not leaked.
+    blocks: list[Any] = [TextBlock("hi")]
+    meta = {"a": [1]}
+    args = {"q": {"r": 1}}
+    held = [sys.getrefcount(x) for x in (blocks, meta, args)]
+    for _ in range(50):
+        m = cls("user", blocks, meta=meta)
+        use = use_cls("t1", "f", args)
+        assert type(m.content) is tuple and m.content == tuple(blocks)
+        assert isinstance(m.meta, FrozenDict) and m.meta == meta
+        assert isinstance(use.input, FrozenDict) and use.input == args
+        assert isinstance(use.input["q"], FrozenDict)
+    assert [sys.getrefcount(x) for x in (blocks, meta, args)] == held
+
+
 @pytest.mark.parametrize("make", ["user", "system", "assistant", "tool_results"])
 def test_a_wrong_keyword_names_the_constructor_called(make: str) -> None:
     with pytest.raises(TypeError, match=rf"^Message\.{make}\(\) got an unexpected keyword"):
