@@ -136,10 +136,10 @@ const RESULT_ID: usize = index_of(&TOOL_RESULT_FIELDS, "tool_use_id");
 const RESULT_CONTENT: usize = index_of(&TOOL_RESULT_FIELDS, "content");
 const REASONING_TEXT: usize = index_of(&REASONING_FIELDS, "text");
 
-/// The fields `names` of `obj`: in one `astuple` call when `obj` is exactly `class` (whose
-/// fields are `names`, in order), else one attribute at a time (a subclass may add fields).
-/// One call instead of an attribute lookup per field: a message is read this way by its own
-/// checks and by everything that indexes or renders it.
+/// The fields `names` of `obj`: when `obj` is exactly `class` (whose fields are `names`, in
+/// order), read at their offsets if `layout` (the class's) is given, else in one `astuple`
+/// call; for a subclass (which may add fields), one attribute at a time. The structs' own
+/// checks (`__post_init__`) read every field this way.
 pub fn read_fields<'py, const N: usize>(
     c: &Classes,
     obj: &Bound<'py, PyAny>,
@@ -147,14 +147,9 @@ pub fn read_fields<'py, const N: usize>(
     names: &[&str; N],
 ) -> PyResult<[Bound<'py, PyAny>; N]> {
     let py = obj.py();
-    // At their offsets when `obj` is exactly the class (no slot is empty once constructed):
-    // a `Message`'s construction reads every field, and a call to `astuple` costs more
-    // than its checks.
+    // No slot is empty once constructed; a call to `astuple` cost more than the checks.
     if let Some(layout) = layout {
-        let mut read = [const { None }; N];
-        for (i, value) in read.iter_mut().enumerate() {
-            *value = layout.get(obj, i);
-        }
+        let read: [_; N] = std::array::from_fn(|i| layout.get(obj, i));
         if read.iter().all(Option::is_some) {
             return Ok(read.map(|value| value.unwrap_or_else(|| py.None().into_bound(py))));
         }
