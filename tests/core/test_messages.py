@@ -918,11 +918,11 @@ def test_frozen_values_are_shared_not_copied_again() -> None:
         assert isinstance(twin.meta["a"], FrozenList)
 
 
-class _OwnMessage(Message):
+class _OwnMessage(Message, frozen=True):
     """A subclass: the core reads and writes its fields through the class, not at offsets."""
 
 
-class _OwnToolUse(ToolUseBlock):
+class _OwnToolUse(ToolUseBlock, frozen=True):
     pass
 
 
@@ -934,12 +934,13 @@ def test_construction_stores_what_it_checked_and_releases_what_it_replaced(
     # A list of blocks is stored as its tuple, `meta` and a tool call's `input` as frozen
     # copies, for the exact classes (written at the fields' offsets) as for subclasses
     # (through msgspec); what each field held before is released, not leaked.
-    blocks: list[Any] = [TextBlock("hi")]
+    blocks = [TextBlock("hi")]  # a list, as agent code writes it (stored as its tuple)
     meta = {"a": [1]}
     args = {"q": {"r": 1}}
     held = [sys.getrefcount(x) for x in (blocks, meta, args)]
+    make: Any = cls
     for _ in range(50):
-        m = cls("user", blocks, meta=meta)
+        m = make("user", blocks, meta=meta)
         use = use_cls("t1", "f", args)
         assert type(m.content) is tuple and m.content == tuple(blocks)
         assert isinstance(m.meta, FrozenDict) and m.meta == meta
