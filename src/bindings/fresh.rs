@@ -23,7 +23,7 @@ use pyo3::types::PyType;
 use pyo3::{ffi, intern};
 
 use super::convert::classes;
-use super::slots::{field_at, free_threaded, object_slot_offset};
+use super::slots::{field_at, free_threaded, object_slot_offset, replace_field};
 
 /// Where a struct class keeps its fields: the offset of each, in `__struct_fields__` order.
 pub struct Layout {
@@ -127,16 +127,9 @@ impl Layout {
         if obj.get_type_ptr() != self.ty.as_ptr().cast() {
             return false;
         }
-        // SAFETY: as in `get`; the slot takes a new reference to `value`, and the one it held
-        // is released after the write, as CPython's member descriptor does.
-        unsafe {
-            let field = field_at(obj.as_ptr(), offset);
-            let old = field.read();
-            field.write(value.clone().into_ptr());
-            if !old.is_null() {
-                ffi::Py_DECREF(old);
-            }
-        }
+        // SAFETY: as in `get`: field `i` of an exact instance is the object slot at `offset`,
+        // and with the GIL held no other thread touches it.
+        unsafe { replace_field(obj, offset, value) };
         true
     }
 

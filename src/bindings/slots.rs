@@ -104,6 +104,28 @@ pub(super) unsafe fn field_at(obj: *mut ffi::PyObject, offset: isize) -> *mut *m
     }
 }
 
+/// Stores `value` (a new reference) in the `PyObject*` field at `offset` in `obj`, releasing
+/// the one it held after the write, as CPython's member descriptor does.
+///
+/// # Safety
+/// As for [`field_at`]; the caller holds the GIL (a GIL build), so no other thread touches
+/// the field.
+pub(super) unsafe fn replace_field(
+    obj: &Bound<'_, PyAny>,
+    offset: isize,
+    value: &Bound<'_, PyAny>,
+) {
+    // SAFETY: the caller's guarantees (see above).
+    unsafe {
+        let field = field_at(obj.as_ptr(), offset);
+        let old = field.read();
+        field.write(value.clone().into_ptr());
+        if !old.is_null() {
+            ffi::Py_DECREF(old);
+        }
+    }
+}
+
 /// Empties the caches of `obj` that can be made again (`ctxtrim.messages.RELEASABLE_SLOTS`:
 /// its facts and renderings), if it is exactly a `Message`; its provider counts stay.
 /// Nothing on a free-threaded build (where slots are left to Python): they are kept there.
@@ -197,16 +219,7 @@ impl<'py> CacheSlot<'py> {
             Some(offset) if self.is_message(obj) => {
                 // SAFETY: as in `get`, the field at `offset` of an exact `Message` is its
                 // `PyObject*` slot (or NULL); with the GIL held no other thread touches it.
-                // The slot takes a new reference to `value`; the one it held is released
-                // after the write, as CPython's member descriptor does.
-                unsafe {
-                    let field = field_at(obj.as_ptr(), offset);
-                    let old = field.read();
-                    field.write(value.clone().into_ptr());
-                    if !old.is_null() {
-                        ffi::Py_DECREF(old);
-                    }
-                }
+                unsafe { replace_field(obj, offset, value) };
                 Ok(())
             }
             _ => {
