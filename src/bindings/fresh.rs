@@ -98,15 +98,19 @@ fn layout_of(ty: &Bound<'_, PyType>) -> PyResult<Option<Layout>> {
 }
 
 impl Layout {
+    /// The offset of field `i` in `obj`, if `obj` is exactly this layout's class (a subclass
+    /// may add fields).
+    fn offset_in(&self, obj: &Bound<'_, PyAny>, i: usize) -> Option<isize> {
+        let offset = *self.offsets.get(i)?;
+        (obj.get_type_ptr() == self.ty.as_ptr().cast()).then_some(offset)
+    }
+
     /// Field `i` of `obj` (a new reference) if `obj` is exactly this layout's class, read at
     /// its offset: one load, where `getattr` costs a type lookup and a descriptor call. None
-    /// for another class (a subclass may add fields) or an empty slot.
+    /// for another class or an empty slot.
     pub fn get<'py>(&self, obj: &Bound<'py, PyAny>, i: usize) -> Option<Bound<'py, PyAny>> {
         let py = obj.py();
-        let offset = *self.offsets.get(i)?;
-        if obj.get_type_ptr() != self.ty.as_ptr().cast() {
-            return None;
-        }
+        let offset = self.offset_in(obj, i)?;
         // SAFETY: `obj` is exactly this class, whose field `i` is the aligned object slot at
         // `offset` inside its instance (checked by `layout_of`); with the GIL held (this
         // layout exists only on a GIL build) no other thread writes it. The value is taken
@@ -121,12 +125,9 @@ impl Layout {
     /// `obj` is exactly this layout's class: what msgspec's `force_setattr` does to a frozen
     /// struct, without the call. False (nothing done) for another class.
     pub fn set(&self, obj: &Bound<'_, PyAny>, i: usize, value: &Bound<'_, PyAny>) -> bool {
-        let Some(&offset) = self.offsets.get(i) else {
+        let Some(offset) = self.offset_in(obj, i) else {
             return false;
         };
-        if obj.get_type_ptr() != self.ty.as_ptr().cast() {
-            return false;
-        }
         // SAFETY: as in `get`: field `i` of an exact instance is the object slot at `offset`,
         // and with the GIL held no other thread touches it.
         unsafe { replace_field(obj, offset, value) };
