@@ -19,6 +19,7 @@
 //! what is wrong, as it always did. Whether the arguments are the compact JSON of an object is
 //! left to the caller, who checks it as the dict reader does.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
@@ -35,48 +36,52 @@ pub enum TextRole {
 
 /// One function call of an assistant message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Call {
-    pub id: String,
-    pub name: String,
+pub struct Call<'a> {
+    pub id: Cow<'a, str>,
+    pub name: Cow<'a, str>,
     /// The `arguments` text as it came (JSON inside JSON).
-    pub arguments: String,
+    pub arguments: Cow<'a, str>,
 }
 
-/// One Chat Completions message in a common shape.
+/// One Chat Completions message in a common shape. Its strings borrow from the body where
+/// they have no escapes (most do): reading one costs no allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ChatMessage {
+pub enum ChatMessage<'a> {
     /// A system or user message with string content.
-    Text { role: TextRole, text: String },
+    Text { role: TextRole, text: Cow<'a, str> },
     /// An assistant message: string or null content, then its calls (possibly none).
     Assistant {
-        text: Option<String>,
-        calls: Vec<Call>,
+        text: Option<Cow<'a, str>>,
+        calls: Vec<Call<'a>>,
     },
     /// A tool message: the result of call `call_id`.
-    Tool { call_id: String, text: String },
+    Tool {
+        call_id: Cow<'a, str>,
+        text: Cow<'a, str>,
+    },
 }
 
 /// The messages of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
-pub fn read_chat_json(data: &[u8]) -> Option<Vec<ChatMessage>> {
+pub fn read_chat_json(data: &[u8]) -> Option<Vec<ChatMessage<'_>>> {
     read_whole::<Body>(data).map(|Body(messages)| messages)
 }
 
 /// The top level: a message array, or an object holding one under `"messages"`.
-struct Body(Vec<ChatMessage>);
+struct Body<'a>(Vec<ChatMessage<'a>>);
 
-impl<'de> Deserialize<'de> for Body {
+impl<'de> Deserialize<'de> for Body<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Body;
+            type Value = Body<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a message array or a request body")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Body, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Body<'de>, A::Error> {
                 messages(seq).map(Body)
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Body, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Body<'de>, A::Error> {
                 under_key(map, "messages", skip).map(|Messages(messages)| Body(messages))
             }
         }
@@ -84,17 +89,17 @@ impl<'de> Deserialize<'de> for Body {
     }
 }
 
-struct Messages(Vec<ChatMessage>);
+struct Messages<'a>(Vec<ChatMessage<'a>>);
 
-impl<'de> Deserialize<'de> for Messages {
+impl<'de> Deserialize<'de> for Messages<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Messages;
+            type Value = Messages<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a message array")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Messages, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Messages<'de>, A::Error> {
                 messages(seq).map(Messages)
             }
         }
@@ -102,7 +107,7 @@ impl<'de> Deserialize<'de> for Messages {
     }
 }
 
-fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<ChatMessage>, A::Error> {
+fn messages<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Vec<ChatMessage<'de>>, A::Error> {
     let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(4));
     while let Some(m) = seq.next_element::<ChatMessage>()? {
         out.push(m);
@@ -131,18 +136,21 @@ impl Field {
     }
 }
 
-impl<'de> Deserialize<'de> for ChatMessage {
+impl<'de> Deserialize<'de> for ChatMessage<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = ChatMessage;
+            type Value = ChatMessage<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a Chat Completions message in a common shape")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ChatMessage, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ChatMessage<'de>, A::Error> {
                 let mut role: Option<Str> = None;
-                let mut content: Option<Option<String>> = None;
-                let mut call_id: Option<String> = None;
+                let mut content: Option<Option<Str<'de>>> = None;
+                let mut call_id: Option<Str<'de>> = None;
                 let mut calls: Option<Option<Calls>> = None;
                 while let Some(key) = map.next_key::<Str>()? {
                     match Field::of(&key) {
@@ -155,6 +163,7 @@ impl<'de> Deserialize<'de> for ChatMessage {
                 }
                 let role = role.ok_or_else(|| A::Error::custom("no role"))?;
                 let content = content.ok_or_else(|| A::Error::custom("no content"))?;
+                let content = content.map(Cow::from);
                 match (&*role, content, call_id, calls) {
                     ("system", Some(text), None, None) => Ok(ChatMessage::Text {
                         role: TextRole::System,
@@ -172,7 +181,7 @@ impl<'de> Deserialize<'de> for ChatMessage {
                         Ok(ChatMessage::Assistant { text, calls })
                     }
                     ("tool", Some(text), Some(call_id), None) => Ok(ChatMessage::Tool {
-                        call_id: nonempty(call_id)?,
+                        call_id: nonempty(call_id)?.into(),
                         text,
                     }),
                     _ => Err(A::Error::custom("another shape")),
@@ -183,24 +192,24 @@ impl<'de> Deserialize<'de> for ChatMessage {
     }
 }
 
-struct Calls(Vec<Call>);
+struct Calls<'a>(Vec<Call<'a>>);
 
-impl<'de> Deserialize<'de> for Calls {
+impl<'de> Deserialize<'de> for Calls<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         Vec::<Call>::deserialize(de).map(Calls)
     }
 }
 
-impl<'de> Deserialize<'de> for Call {
+impl<'de> Deserialize<'de> for Call<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Call;
+            type Value = Call<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a function call")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Call, A::Error> {
-                let mut id: Option<String> = None;
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Call<'de>, A::Error> {
+                let mut id: Option<Str<'de>> = None;
                 let mut kind: Option<Str> = None;
                 let mut function: Option<Function> = None;
                 while let Some(key) = map.next_key::<Str>()? {
@@ -213,7 +222,7 @@ impl<'de> Deserialize<'de> for Call {
                 }
                 match (id, kind.as_deref(), function) {
                     (Some(id), Some("function"), Some(Function { name, arguments })) => Ok(Call {
-                        id: nonempty(id)?,
+                        id: nonempty(id)?.into(),
                         name,
                         arguments,
                     }),
@@ -225,22 +234,22 @@ impl<'de> Deserialize<'de> for Call {
     }
 }
 
-struct Function {
-    name: String,
-    arguments: String,
+struct Function<'a> {
+    name: Cow<'a, str>,
+    arguments: Cow<'a, str>,
 }
 
-impl<'de> Deserialize<'de> for Function {
+impl<'de> Deserialize<'de> for Function<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Function;
+            type Value = Function<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a function")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Function, A::Error> {
-                let mut name: Option<String> = None;
-                let mut arguments: Option<String> = None;
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Function<'de>, A::Error> {
+                let mut name: Option<Str<'de>> = None;
+                let mut arguments: Option<Str<'de>> = None;
                 while let Some(key) = map.next_key::<Str>()? {
                     match &*key {
                         "name" => once(&mut name, map.next_value()?)?,
@@ -250,8 +259,8 @@ impl<'de> Deserialize<'de> for Function {
                 }
                 match (name, arguments) {
                     (Some(name), Some(arguments)) => Ok(Function {
-                        name: nonempty(name)?,
-                        arguments: nonempty(arguments)?,
+                        name: nonempty(name)?.into(),
+                        arguments: nonempty(arguments)?.into(),
                     }),
                     _ => Err(A::Error::custom("another shape")),
                 }
@@ -265,7 +274,7 @@ impl<'de> Deserialize<'de> for Function {
 mod tests {
     use super::*;
 
-    fn call(id: &str, name: &str, arguments: &str) -> Call {
+    fn call<'a>(id: &'a str, name: &'a str, arguments: &'a str) -> Call<'a> {
         Call {
             id: id.into(),
             name: name.into(),

@@ -9,13 +9,13 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::Deref;
 
-use serde::de::{DeserializeOwned, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 /// `data` as one `T` with nothing after it but whitespace, or `None` (not UTF-8, not JSON,
 /// or not a `T`): the caller's general reader then reads it, or names what is wrong.
 #[must_use]
-pub fn read_whole<T: DeserializeOwned>(data: &[u8]) -> Option<T> {
+pub fn read_whole<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Option<T> {
     // Text, not bytes: the slice reader skips unread strings without checking their UTF-8.
     let text = std::str::from_utf8(data).ok()?;
     let mut de = serde_json::Deserializer::from_str(text);
@@ -60,7 +60,7 @@ pub(crate) fn once<T, E: Error>(slot: &mut Option<T>, value: T) -> Result<(), E>
 }
 
 /// `s` if it is not empty (an id or a name the dict readers require non-empty).
-pub(crate) fn nonempty<E: Error>(s: String) -> Result<String, E> {
+pub(crate) fn nonempty<S: Deref<Target = str>, E: Error>(s: S) -> Result<S, E> {
     if s.is_empty() {
         return Err(E::custom("empty"));
     }
@@ -70,6 +70,12 @@ pub(crate) fn nonempty<E: Error>(s: String) -> Result<String, E> {
 /// A string read from the body, borrowed from its text when it has no escapes (every key
 /// and tag the readers know has none): no allocation for it, where a `String` is one each.
 pub(crate) struct Str<'de>(Cow<'de, str>);
+
+impl<'de> From<Str<'de>> for Cow<'de, str> {
+    fn from(s: Str<'de>) -> Self {
+        s.0
+    }
+}
 
 impl Deref for Str<'_> {
     type Target = str;

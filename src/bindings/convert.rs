@@ -588,11 +588,15 @@ pub fn messages_of(
 ) -> PyResult<Vec<(Py<PyAny>, Option<u32>)>> {
     let items = items_of(messages)?;
     let counts = counts_of(tokens, items.len())?;
+    let message = classes(messages.py())?.message.as_ptr().cast();
     items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            check_message(&item, &format!("messages[{i}]"))?;
+            // The path is only worth formatting for an error (an allocation per message).
+            if item.get_type_ptr() != message {
+                check_message(&item, &format!("messages[{i}]"))?;
+            }
             Ok((
                 item.unbind(),
                 counts.as_ref().and_then(|c| c.get(i).copied()),
