@@ -13,6 +13,7 @@ __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
     "BpeCounter",
+    "LogJson",
     "MessageFacts",
     "MessageLog",
     "Tail",
@@ -181,6 +182,28 @@ def cut_log_json(
     body ``{"system": ..., "messages": [...]}``: the window's leading system messages left
     out of the array and written by ``system`` (or copied when the last request had the
     same ones)."""
+
+@final
+class LogJson:
+    """``cut_log_json`` of a format with everything but the log and the cut rule given once:
+    ``writer(log, (rule, value, pin_task, start_with_user))`` is ``cut_log_json(log, rule,
+    value, pin_task, start_with_user, attr, render, ...)[0]``."""
+
+    def __new__(
+        cls,
+        attr: str,
+        render: Callable[[Any, int], bytes],
+        fast: Callable[[Any], Any] | None = None,
+        kept_attr: str | None = None,
+        encode: Callable[[Any], bytes] | None = None,
+        fast_json: Callable[[Any], bytes | None] | None = None,
+        system: Callable[[list[Message]], bytes] | None = None,
+    ) -> LogJson: ...
+    def __call__(
+        self,
+        log: MessageLog,
+        cut: tuple[Literal["budget", "turns", "rounds", "messages"], int, bool, bool],
+    ) -> bytes: ...
 
 @final
 class Tail:

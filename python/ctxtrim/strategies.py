@@ -532,7 +532,8 @@ class _CoreCut(_CutStrategy):
 
     def apply_json(self, source: Source, format: str) -> bytes:
         if not _observe.state.watching:
-            log = source.log if type(source) is MemoryContextStore else source
+            # `_log`, not the `log` property: a server turn's frames cost as much as the copy.
+            log = source._log if type(source) is MemoryContextStore else source
             if type(log) is _core.MessageLog:
                 write = _LOG_JSON[format] if format in _LOG_JSON else _log_writer(format)
                 if write is not None:

@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::log::PyMessageLog;
@@ -109,6 +110,107 @@ pub fn cut_log_json<'py>(
     fast_json: Option<&Bound<'py, PyAny>>,
     system: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyBytes>, bool)> {
+    let writer = Writer {
+        attr,
+        render,
+        fast,
+        kept_attr,
+        encode,
+        fast_json,
+        system,
+    };
+    write(py, log, (rule, value, pin_task, start_with_user), &writer)
+}
+
+/// A format's [`cut_log_json`] with everything but the log and the cut rule given once: what
+/// a cut strategy's `apply_json` calls every turn of a server, one call of two arguments
+/// (the Python frames and the twelve arguments of the general call cost a tenth of a turn).
+#[pyclass(frozen, name = "LogJson", module = "ctxtrim._core")]
+pub struct PyLogJson {
+    attr: Py<PyString>,
+    render: Py<PyAny>,
+    fast: Option<Py<PyAny>>,
+    kept_attr: Option<Py<PyString>>,
+    encode: Option<Py<PyAny>>,
+    fast_json: Option<Py<PyAny>>,
+    system: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyLogJson {
+    #[new]
+    #[pyo3(signature = (attr, render, fast=None, kept_attr=None, encode=None, fast_json=None, system=None))]
+    fn new(
+        attr: Py<PyString>,
+        render: Py<PyAny>,
+        fast: Option<Py<PyAny>>,
+        kept_attr: Option<Py<PyString>>,
+        encode: Option<Py<PyAny>>,
+        fast_json: Option<Py<PyAny>>,
+        system: Option<Py<PyAny>>,
+    ) -> Self {
+        Self {
+            attr,
+            render,
+            fast,
+            kept_attr,
+            encode,
+            fast_json,
+            system,
+        }
+    }
+
+    /// `cut_log_json(log, *cut, ...)`'s request: `cut` is `(rule, value, pin_task,
+    /// start_with_user)`, as a cut strategy's `_cut_rule()` gives it.
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        log: &Bound<'py, PyMessageLog>,
+        cut: (PyBackedStr, Bound<'py, PyAny>, bool, bool),
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let (rule, value, pin_task, start_with_user) = cut;
+        let value = super::args::value(&value)?;
+        let writer = Writer {
+            attr: self.attr.bind(py),
+            render: self.render.bind(py),
+            fast: self.fast.as_ref().map(|o| o.bind(py)),
+            kept_attr: self.kept_attr.as_ref().map(|o| o.bind(py)),
+            encode: self.encode.as_ref().map(|o| o.bind(py)),
+            fast_json: self.fast_json.as_ref().map(|o| o.bind(py)),
+            system: self.system.as_ref().map(|o| o.bind(py)),
+        };
+        let cut = (&*rule, value, pin_task, start_with_user);
+        Ok(write(py, log, cut, &writer)?.0)
+    }
+}
+
+/// [`cut_log_json`]'s arguments after the cut rule: how a format renders and joins.
+struct Writer<'a, 'py> {
+    attr: &'a Bound<'py, PyString>,
+    render: &'a Bound<'py, PyAny>,
+    fast: Option<&'a Bound<'py, PyAny>>,
+    kept_attr: Option<&'a Bound<'py, PyString>>,
+    encode: Option<&'a Bound<'py, PyAny>>,
+    fast_json: Option<&'a Bound<'py, PyAny>>,
+    system: Option<&'a Bound<'py, PyAny>>,
+}
+
+/// [`cut_log_json`] itself.
+fn write<'py>(
+    py: Python<'py>,
+    log: &Bound<'py, PyMessageLog>,
+    (rule, value, pin_task, start_with_user): (&str, u64, bool, bool),
+    writer: &Writer<'_, 'py>,
+) -> PyResult<(Bound<'py, PyBytes>, bool)> {
+    let Writer {
+        attr,
+        render,
+        fast,
+        kept_attr,
+        encode,
+        fast_json,
+        system,
+    } = *writer;
     let owner = log.get();
     let (log, window) = log_window(py, owner, rule, value, pin_task, start_with_user)?;
     let mut ranges = window.slices();

@@ -103,25 +103,15 @@ class Renderings:
             messages, self._attr_json, render_one, self._fast, self._attr, _ENCODE, self._fast_json
         )
 
-    def log_json(
-        self,
-        log: _core.MessageLog,
-        rule: Literal["budget", "turns", "rounds", "messages"],
-        value: int,
-        pin_task: bool,
-        start_with_user: bool,
-        system: Callable[[list[Message]], bytes] | None = None,
-    ) -> bytes:
-        """:meth:`json_bytes` of the window a cut rule keeps of ``log`` (``_core.cut_log``'s),
-        copying the messages it shares with the window last written of ``log`` from that
-        request (``_core.cut_log_json``). With ``system`` (the JSON of a ``system`` field
+    def log_writer(
+        self, system: Callable[[list[Message]], bytes] | None = None
+    ) -> Callable[[_core.MessageLog, CutRule], bytes]:
+        """``writer(log, cut)``: :meth:`json_bytes` of the window the cut rule ``cut`` keeps
+        of ``log`` (``_core.cut_log``'s), copying the messages it shares with the window last
+        written of ``log`` from that request (``_core.cut_log_json``, its arguments given
+        once: a server calls it every turn). With ``system`` (the JSON of a ``system`` field
         made of the window's leading system messages), the Anthropic body around it."""
-        return _core.cut_log_json(
-            log,
-            rule,
-            value,
-            pin_task,
-            start_with_user,
+        return _core.LogJson(
             self._attr_json,
             self._json,
             self._fast,
@@ -129,7 +119,7 @@ class Renderings:
             _ENCODE,
             self._fast_json,
             system,
-        )[0]
+        )
 
     def _json(self, m: object, i: int) -> bytes:
         """Item ``i``'s JSON (its objects' array without the brackets), made and kept."""

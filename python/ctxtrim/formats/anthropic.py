@@ -55,7 +55,6 @@ from ctxtrim.messages import (
 )
 
 from ._common import (
-    CutRule,
     Renderings,
     Unit,
     build,
@@ -401,12 +400,6 @@ def to_anthropic_json(messages: Sequence[Message]) -> bytes:
     return _body(_RENDERINGS.json_bytes(messages[n_system:], n_system), messages[:n_system])
 
 
-def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
-    """:func:`to_anthropic_json` of the window ``cut`` keeps of ``log``, its messages written
-    from the request last written of ``log`` (``Renderings.log_json``)."""
-    return _RENDERINGS.log_json(log, *cut, system=_system_json)
-
-
 def _body(rest: bytes, system: Sequence[Message]) -> bytes:
     """The request of ``rest`` (the JSON array of the messages after the leading system
     messages) and those ``system`` messages, joined in one copy."""
@@ -491,3 +484,6 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 #: Where a message keeps its Anthropic rendering.
 _RENDERINGS = Renderings("_ctxtrim_anthropic", _render, _render_fast, _core.anthropic_render_json)
+#: ``log_json(log, cut)``: :func:`to_anthropic_json` of the window the cut rule ``cut`` keeps of
+#: ``log``, written from the request last written of ``log`` (``Renderings.log_writer``).
+log_json = _RENDERINGS.log_writer(_system_json)

@@ -54,7 +54,6 @@ from ctxtrim.messages import (
 
 from ._common import (
     RAW_ARGUMENTS,
-    CutRule,
     Renderings,
     Unit,
     build,
@@ -427,12 +426,6 @@ def to_openai_chat_json(messages: Sequence[Message]) -> bytes:
     return _RENDERINGS.json_bytes(messages)
 
 
-def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
-    """:func:`to_openai_chat_json` of the window ``cut`` keeps of ``log``, written from the
-    request last written of ``log`` (``Renderings.log_json``)."""
-    return _RENDERINGS.log_json(log, *cut)
-
-
 #: A message with no recorded fields in a common shape (text; plain tool calls; string tool
 #: results alone), rendered in the core exactly as ``_render`` renders it; else None.
 _render_fast: Callable[[Message], list[dict[str, Any]] | None] = functools.partial(
@@ -529,3 +522,6 @@ _RENDERINGS = Renderings(
     _render_fast,
     functools.partial(_core.chat_render_json, RAW_ARGUMENTS),
 )
+#: ``log_json(log, cut)``: :func:`to_openai_chat_json` of the window the cut rule ``cut`` keeps of
+#: ``log``, written from the request last written of ``log`` (``Renderings.log_writer``).
+log_json = _RENDERINGS.log_writer()

@@ -60,7 +60,6 @@ from ctxtrim.provider import SPECS, UNKNOWN
 
 from ._common import (
     RAW_ARGUMENTS,
-    CutRule,
     Renderings,
     Unit,
     build,
@@ -399,12 +398,6 @@ def to_openai_responses_json(messages: Sequence[Message]) -> bytes:
     return _RENDERINGS.json_bytes(messages)
 
 
-def log_json(log: _core.MessageLog, cut: CutRule) -> bytes:
-    """:func:`to_openai_responses_json` of the window ``cut`` keeps of ``log``, written from
-    the request last written of ``log`` (``Renderings.log_json``)."""
-    return _RENDERINGS.log_json(log, *cut)
-
-
 # --------------------------------------------------------------------------------------------
 # Common shapes, read and rendered in the core
 
@@ -558,3 +551,7 @@ def _render(m: Message, path: str) -> list[dict[str, Any]]:
 
 #: Where a message keeps its Responses rendering.
 _RENDERINGS = Renderings("_ctxtrim_openai_responses", _render, render_common, render_common_json)
+#: ``log_json(log, cut)``: :func:`to_openai_responses_json` of the window the cut rule
+#: ``cut`` keeps of ``log``, written from the request last written of ``log``
+#: (``Renderings.log_writer``).
+log_json = _RENDERINGS.log_writer()
