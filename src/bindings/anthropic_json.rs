@@ -12,7 +12,7 @@ use crate::anthropic_json::{read_anthropic_json, AnthropicBody, Block, Content, 
 use super::anthropic::str_form;
 use super::convert::{classes, Classes};
 use super::json::json_loads;
-use super::message::{new_message, text_block, tool_use_block};
+use super::message::{new_message, text_block, text_tool_result, tool_use_block};
 use super::shapes::stop_on_invalid;
 
 /// Bodies longer than this are parsed with the GIL released (a whole history, say).
@@ -93,7 +93,10 @@ fn block_of<'py>(py: Python<'py>, c: &Classes, b: Block) -> PyResult<Option<Boun
         } => {
             let id = PyString::new(py, &id);
             let content = match content {
-                ResultContent::Text(text) => PyString::new(py, &text).into_any(),
+                ResultContent::Text(text) => {
+                    let (id, text) = (id.into_any(), PyString::new(py, &text));
+                    return text_tool_result(c, &id, &text, is_error).map(Some);
+                }
                 ResultContent::Texts(texts) => {
                     let blocks = texts
                         .iter()

@@ -25,7 +25,7 @@ use crate::json_write::{write_message, write_tool, CallParts, Content};
 
 use super::convert::classes;
 use super::json::compact_json;
-use super::message::{new_message, text_block, tool_use_block};
+use super::message::{new_message, text_block, text_tool_result, tool_use_block};
 use super::shapes::{arguments, get, is_tag, nonempty, plain, stop_on_invalid};
 
 /// One Chat Completions message in a common shape → a `Message`, or a `ToolResultBlock` for
@@ -109,9 +109,12 @@ fn read_chat<'py>(
         Ok("tool") => {
             let call_id = get(msg, intern!(py, "tool_call_id"))?;
             match text {
-                Some(text) if msg.len() == 3 && nonempty(call_id.as_ref()) => {
-                    c.tool_result.bind(py).call1((call_id, text)).map(Some)
-                }
+                Some(text) if msg.len() == 3 => match call_id {
+                    Some(id) if nonempty(Some(&id)) => {
+                        text_tool_result(c, &id, &text, false).map(Some)
+                    }
+                    _ => Ok(None),
+                },
                 _ => Ok(None),
             }
         }

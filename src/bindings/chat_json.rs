@@ -16,7 +16,7 @@ use crate::chat_json::{read_chat_json, Call, ChatMessage, TextRole};
 use crate::json_write::{write_message, write_tool, CallParts, Content};
 
 use super::convert::classes;
-use super::message::{new_message, text_block, tool_use_block};
+use super::message::{new_message, text_block, text_tool_result, tool_use_block};
 use super::shapes::{arguments, stop_on_invalid};
 use super::slots::CacheSlot;
 
@@ -82,10 +82,8 @@ fn build<'py>(
         json.clear();
         let message = match m {
             ChatMessage::Tool { call_id, text } => {
-                let result = c
-                    .tool_result
-                    .bind(py)
-                    .call1((PyString::new(py, &call_id), PyString::new(py, &text)))?;
+                let (id, content) = (PyString::new(py, &call_id), PyString::new(py, &text));
+                let result = text_tool_result(c, &id, &content, false)?;
                 run.push(result);
                 if slot.is_some() {
                     if !run_json.is_empty() {

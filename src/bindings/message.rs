@@ -329,12 +329,12 @@ pub(super) fn checked_tool_use<'py>(
 /// UTF-8 (all they check of these fields), else through the class.
 pub(super) fn text_tool_result<'py>(
     c: &Classes,
-    id: &Bound<'py, PyString>,
+    id: &Bound<'py, PyAny>,
     content: &Bound<'py, PyString>,
     is_error: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = id.py();
-    if nonempty_str(id.as_any()) && plain_str(content) {
+    if nonempty_str(id) && plain_str(content) {
         if let Some(layout) = &layouts(py)?.tool_result {
             let is_error = PyBool::new(py, is_error).to_owned().into_any();
             let none = py.None().into_bound(py);

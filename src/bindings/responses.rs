@@ -27,7 +27,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use super::convert::{classes, Classes};
 use super::json::compact_json;
-use super::message::{new_message, text_block, tool_use_block};
+use super::message::{new_message, text_block, text_tool_result, tool_use_block};
 use super::shapes::{arguments, get, is_tag, nonempty, plain, stop_on_invalid, tag, text};
 use crate::json_write::{write_responses_item, ResponsesContent, ResponsesItem};
 
@@ -403,8 +403,7 @@ pub(super) fn output_item<'py>(
     call_id: &Bound<'py, PyAny>,
     output: &Bound<'py, PyString>,
 ) -> PyResult<Item<'py>> {
-    let py = call_id.py();
-    let block = c.tool_result.bind(py).call1((call_id, output))?;
+    let block = text_tool_result(c, call_id, output, false)?;
     Ok(Item {
         side: Side::Results,
         role: None,

@@ -168,12 +168,16 @@ impl<'py> CacheSlot<'py> {
     /// The slot called `name` (one of `CACHE_SLOTS`; another name is read with `getattr`).
     pub fn named(name: &Bound<'py, PyString>) -> PyResult<Self> {
         let py = name.py();
-        let mut offset = None;
-        for (n, at) in &slots(py)?.names {
-            let n = n.bind(py);
-            if n.is(name) || n.as_any().eq(name)? {
-                offset = Some(*at);
-                break;
+        let names = &slots(py)?.names;
+        // By identity first (the names are interned, and so are the callers' on hot paths):
+        // an equality test is a Python comparison per name.
+        let mut offset = names.iter().find(|(n, _)| n.is(name)).map(|&(_, at)| at);
+        if offset.is_none() {
+            for (n, at) in names {
+                if n.bind(py).as_any().eq(name)? {
+                    offset = Some(*at);
+                    break;
+                }
             }
         }
         Ok(Self {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -73,7 +74,8 @@ class Renderings:
         fast_json: Callable[[Message], bytes | None] | None = None,
     ) -> None:
         self._attr = attr
-        self._attr_json = attr + "_json"
+        # Interned, as the slot names are: the core finds a slot by identity before equality.
+        self._attr_json = sys.intern(attr + "_json")
         self._render = render
         self._fast = fast
         self._fast_json = fast_json

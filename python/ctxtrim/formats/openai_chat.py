@@ -356,7 +356,7 @@ def from_openai_chat_json(
     raw = data if type(data) is bytes else utf8_bytes(data)
     if raw is not None:
         # Each message read there keeps its rendering's JSON too: sending it on costs nothing.
-        fast = _core.chat_json_fast(RAW_ARGUMENTS, raw, _RENDERINGS.json_attr)
+        fast = _core.chat_json_fast(RAW_ARGUMENTS, raw, _JSON_ATTR)
         if fast is not None:
             return fast
     return from_openai_chat(json.loads(data), raw_arguments=raw_arguments)
@@ -525,3 +525,5 @@ _RENDERINGS = Renderings(
 #: ``log_json(log, cut)``: :func:`to_openai_chat_json` of the window the cut rule ``cut`` keeps of
 #: ``log``, written from the request last written of ``log`` (``Renderings.log_writer``).
 log_json = _RENDERINGS.log_writer()
+#: The slot of each message's kept Chat Completions JSON (read per body: no property call).
+_JSON_ATTR = _RENDERINGS.json_attr
