@@ -18,6 +18,7 @@
 //! A tool call's `input` comes back as its JSON text, for the caller to load as the dict
 //! reader would have it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::SeqAccessDeserializer;
@@ -29,79 +30,81 @@ use crate::json_read::{nonempty, once, read_whole, skip, under_key, Str};
 
 /// A tool result's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResultContent {
+pub enum ResultContent<'a> {
     /// A string.
-    Text(String),
+    Text(Cow<'a, str>),
     /// A list of text blocks, their texts in order.
-    Texts(Vec<String>),
+    Texts(Vec<Cow<'a, str>>),
 }
 
-/// One content block in a common shape.
+/// One content block in a common shape. Its strings (and a call's input) borrow from the
+/// body where they have no escapes: reading one costs no allocation.
 #[derive(Debug, Clone)]
-pub enum Block {
-    Text(String),
+pub enum Block<'a> {
+    Text(Cow<'a, str>),
     ToolUse {
-        id: String,
-        name: String,
+        id: Cow<'a, str>,
+        name: Cow<'a, str>,
         /// The input object's JSON text as it came.
-        input: Box<RawValue>,
+        input: &'a RawValue,
     },
     ToolResult {
-        id: String,
-        content: ResultContent,
+        id: Cow<'a, str>,
+        content: ResultContent<'a>,
         is_error: bool,
     },
 }
 
 /// A message's content: a string, or blocks.
 #[derive(Debug, Clone)]
-pub enum Content {
-    Text(String),
-    Blocks(Vec<Block>),
+pub enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
 }
 
 /// One message in a common shape.
 #[derive(Debug, Clone)]
-pub struct AnthropicMessage {
+pub struct AnthropicMessage<'a> {
     pub assistant: bool,
-    pub content: Content,
+    pub content: Content<'a>,
 }
 
 /// A request body (or a bare message array) in common shapes.
 #[derive(Debug, Clone)]
-pub struct AnthropicBody {
+pub struct AnthropicBody<'a> {
     /// The string system prompt, if the body has one.
-    pub system: Option<String>,
-    pub messages: Vec<AnthropicMessage>,
+    pub system: Option<Cow<'a, str>>,
+    pub messages: Vec<AnthropicMessage<'a>>,
 }
 
 /// The body of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
-pub fn read_anthropic_json(data: &[u8]) -> Option<AnthropicBody> {
+pub fn read_anthropic_json(data: &[u8]) -> Option<AnthropicBody<'_>> {
     read_whole(data)
 }
 
-impl<'de> Deserialize<'de> for AnthropicBody {
+impl<'de> Deserialize<'de> for AnthropicBody<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = AnthropicBody;
+            type Value = AnthropicBody<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a message array or a request body")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<AnthropicBody, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<AnthropicBody<'de>, A::Error> {
                 let messages = Vec::deserialize(SeqAccessDeserializer::new(seq))?;
                 Ok(AnthropicBody {
                     system: None,
                     messages,
                 })
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnthropicBody, A::Error> {
-                let mut system = None;
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<AnthropicBody<'de>, A::Error> {
+                let mut system: Option<Str<'de>> = None;
                 let messages = under_key(map, "messages", |key, map| match key {
                     "system" => once(&mut system, map.next_value()?),
                     _ => skip(key, map),
                 })?;
+                let system = system.map(Cow::from);
                 Ok(AnthropicBody { system, messages })
             }
         }
@@ -109,18 +112,18 @@ impl<'de> Deserialize<'de> for AnthropicBody {
     }
 }
 
-impl<'de> Deserialize<'de> for AnthropicMessage {
+impl<'de> Deserialize<'de> for AnthropicMessage<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = AnthropicMessage;
+            type Value = AnthropicMessage<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an Anthropic message in a common shape")
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
                 mut map: A,
-            ) -> Result<AnthropicMessage, A::Error> {
+            ) -> Result<AnthropicMessage<'de>, A::Error> {
                 let mut role: Option<Str> = None;
                 let mut content: Option<Content> = None;
                 while let Some(key) = map.next_key::<Str>()? {
@@ -154,21 +157,21 @@ impl<'de> Deserialize<'de> for AnthropicMessage {
     }
 }
 
-impl<'de> Deserialize<'de> for Content {
+impl<'de> Deserialize<'de> for Content<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Content;
+            type Value = Content<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string or a list of blocks")
             }
-            fn visit_str<E: Error>(self, s: &str) -> Result<Content, E> {
-                Ok(Content::Text(s.to_owned()))
+            fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<Content<'de>, E> {
+                Ok(Content::Text(Cow::Borrowed(s)))
             }
-            fn visit_string<E: Error>(self, s: String) -> Result<Content, E> {
-                Ok(Content::Text(s))
+            fn visit_str<E: Error>(self, s: &str) -> Result<Content<'de>, E> {
+                Ok(Content::Text(Cow::Owned(s.to_owned())))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Content<'de>, A::Error> {
                 Vec::deserialize(SeqAccessDeserializer::new(seq)).map(Content::Blocks)
             }
         }
@@ -176,21 +179,24 @@ impl<'de> Deserialize<'de> for Content {
     }
 }
 
-impl<'de> Deserialize<'de> for ResultContent {
+impl<'de> Deserialize<'de> for ResultContent<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = ResultContent;
+            type Value = ResultContent<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string or a list of text blocks")
             }
-            fn visit_str<E: Error>(self, s: &str) -> Result<ResultContent, E> {
-                Ok(ResultContent::Text(s.to_owned()))
+            fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<ResultContent<'de>, E> {
+                Ok(ResultContent::Text(Cow::Borrowed(s)))
             }
-            fn visit_string<E: Error>(self, s: String) -> Result<ResultContent, E> {
-                Ok(ResultContent::Text(s))
+            fn visit_str<E: Error>(self, s: &str) -> Result<ResultContent<'de>, E> {
+                Ok(ResultContent::Text(Cow::Owned(s.to_owned())))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultContent, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ResultContent<'de>, A::Error> {
                 let mut texts = Vec::with_capacity(seq.size_hint().unwrap_or(1));
                 while let Some(b) = seq.next_element::<Block>()? {
                     let Block::Text(text) = b else {
@@ -208,26 +214,26 @@ impl<'de> Deserialize<'de> for ResultContent {
 /// The fields of a block; each key has one type whatever the block's `type`, so they can be
 /// read before it is known (keys come in any order).
 #[derive(Default)]
-struct BlockFields {
-    kind: Option<String>,
-    text: Option<String>,
-    id: Option<String>,
-    name: Option<String>,
-    input: Option<Box<RawValue>>,
-    tool_use_id: Option<String>,
-    content: Option<ResultContent>,
+struct BlockFields<'a> {
+    kind: Option<Str<'a>>,
+    text: Option<Str<'a>>,
+    id: Option<Str<'a>>,
+    name: Option<Str<'a>>,
+    input: Option<&'a RawValue>,
+    tool_use_id: Option<Str<'a>>,
+    content: Option<ResultContent<'a>>,
     is_error: Option<bool>,
 }
 
-impl<'de> Deserialize<'de> for Block {
+impl<'de> Deserialize<'de> for Block<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Block;
+            type Value = Block<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a content block in a common shape")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block<'de>, A::Error> {
                 let mut f = BlockFields::default();
                 while let Some(key) = map.next_key::<Str>()? {
                     match &*key {
@@ -250,7 +256,7 @@ impl<'de> Deserialize<'de> for Block {
 }
 
 /// The block the fields make, if they are exactly one common shape's.
-fn block<E: Error>(f: BlockFields) -> Result<Block, E> {
+fn block<E: Error>(f: BlockFields<'_>) -> Result<Block<'_>, E> {
     let other = || E::custom("another shape");
     match f {
         BlockFields {
@@ -262,7 +268,7 @@ fn block<E: Error>(f: BlockFields) -> Result<Block, E> {
             tool_use_id: None,
             content: None,
             is_error: None,
-        } if kind == "text" => Ok(Block::Text(text)),
+        } if &*kind == "text" => Ok(Block::Text(text.into())),
         BlockFields {
             kind: Some(kind),
             text: None,
@@ -272,9 +278,9 @@ fn block<E: Error>(f: BlockFields) -> Result<Block, E> {
             tool_use_id: None,
             content: None,
             is_error: None,
-        } if kind == "tool_use" && input.get().starts_with('{') => Ok(Block::ToolUse {
-            id: nonempty(id)?,
-            name: nonempty(name)?,
+        } if &*kind == "tool_use" && input.get().starts_with('{') => Ok(Block::ToolUse {
+            id: nonempty(id)?.into(),
+            name: nonempty(name)?.into(),
             input,
         }),
         BlockFields {
@@ -286,8 +292,8 @@ fn block<E: Error>(f: BlockFields) -> Result<Block, E> {
             tool_use_id: Some(id),
             content: Some(content),
             is_error: flag @ (None | Some(true)),
-        } if kind == "tool_result" => Ok(Block::ToolResult {
-            id: nonempty(id)?,
+        } if &*kind == "tool_result" => Ok(Block::ToolResult {
+            id: nonempty(id)?.into(),
             content,
             is_error: flag.is_some(),
         }),
@@ -299,7 +305,7 @@ fn block<E: Error>(f: BlockFields) -> Result<Block, E> {
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Option<AnthropicBody> {
+    fn read(text: &str) -> Option<AnthropicBody<'_>> {
         read_anthropic_json(text.as_bytes())
     }
 
@@ -326,7 +332,7 @@ mod tests {
         assert!(body.messages[1].assistant);
         match &blocks[1] {
             Block::ToolUse { id, name, input } => {
-                assert_eq!((id.as_str(), name.as_str()), ("c1", "f"));
+                assert_eq!((&**id, &**name), ("c1", "f"));
                 assert_eq!(input.get(), r#"{"a": [1, 2.5]}"#);
             }
             other => panic!("a tool call expected, got {other:?}"),

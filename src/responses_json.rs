@@ -23,6 +23,7 @@
 //! are the compact JSON of an object are left to the caller, which checks them as the dict
 //! reader does.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::value::SeqAccessDeserializer;
@@ -42,53 +43,54 @@ pub enum Role {
 
 /// A message item's content.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Content {
+pub enum Content<'a> {
     /// A string.
-    Text(String),
+    Text(Cow<'a, str>),
     /// Text parts of the role's type, their texts in order (possibly none).
-    Parts(Vec<String>),
+    Parts(Vec<Cow<'a, str>>),
 }
 
-/// One input item in a common shape.
+/// One input item in a common shape. Its strings borrow from the body where they have no
+/// escapes: reading one costs no allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
+pub enum Item<'a> {
     Message {
         /// The `{"role", "content"}` form, without `"type"`.
         short: bool,
         role: Role,
-        content: Content,
+        content: Content<'a>,
     },
     Call {
-        call_id: String,
-        name: String,
+        call_id: Cow<'a, str>,
+        name: Cow<'a, str>,
         /// The `arguments` text as it came (JSON inside JSON).
-        arguments: String,
+        arguments: Cow<'a, str>,
     },
     Output {
-        call_id: String,
-        output: String,
+        call_id: Cow<'a, str>,
+        output: Cow<'a, str>,
     },
 }
 
 /// The input items of `data` (see the module docs), or `None` for the general reader.
 #[must_use]
-pub fn read_responses_json(data: &[u8]) -> Option<Vec<Item>> {
+pub fn read_responses_json(data: &[u8]) -> Option<Vec<Item<'_>>> {
     read_whole::<Body>(data).map(|Body(items)| items)
 }
 
 /// The top level: the input (see [`Input`]), or an object holding it under `"input"`.
-struct Body(Vec<Item>);
+struct Body<'a>(Vec<Item<'a>>);
 
-impl<'de> Deserialize<'de> for Body {
+impl<'de> Deserialize<'de> for Body<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         de.deserialize_any(InputVisitor { body: true }).map(Body)
     }
 }
 
 /// A body's `"input"`: an item array, or a string (one user message, short form).
-struct Input(Vec<Item>);
+struct Input<'a>(Vec<Item<'a>>);
 
-impl<'de> Deserialize<'de> for Input {
+impl<'de> Deserialize<'de> for Input<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         de.deserialize_any(InputVisitor { body: false }).map(Input)
     }
@@ -101,7 +103,7 @@ struct InputVisitor {
 }
 
 impl<'de> Visitor<'de> for InputVisitor {
-    type Value = Vec<Item>;
+    type Value = Vec<Item<'de>>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(if self.body {
             "input items or a request body"
@@ -109,16 +111,16 @@ impl<'de> Visitor<'de> for InputVisitor {
             "input items or a string"
         })
     }
-    fn visit_str<E: Error>(self, s: &str) -> Result<Vec<Item>, E> {
-        Ok(vec![shorthand(s.to_owned())])
+    fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<Vec<Item<'de>>, E> {
+        Ok(vec![shorthand(Cow::Borrowed(s))])
     }
-    fn visit_string<E: Error>(self, s: String) -> Result<Vec<Item>, E> {
-        Ok(vec![shorthand(s)])
+    fn visit_str<E: Error>(self, s: &str) -> Result<Vec<Item<'de>>, E> {
+        Ok(vec![shorthand(Cow::Owned(s.to_owned()))])
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<Item>, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Vec<Item<'de>>, A::Error> {
         Vec::deserialize(SeqAccessDeserializer::new(seq))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<Item>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<Item<'de>>, A::Error> {
         if !self.body {
             // What serde's default `visit_map` answers: a body's input is no object.
             return Err(A::Error::invalid_type(Unexpected::Map, &self));
@@ -128,7 +130,7 @@ impl<'de> Visitor<'de> for InputVisitor {
 }
 
 /// The item the string input `text` stands for: `{"role": "user", "content": text}`.
-fn shorthand(text: String) -> Item {
+fn shorthand(text: Cow<'_, str>) -> Item<'_> {
     Item::Message {
         short: true,
         role: Role::User,
@@ -137,32 +139,32 @@ fn shorthand(text: String) -> Item {
 }
 
 /// A message's content as read, before its role says which part type it must have.
-enum RawContent {
-    Text(String),
-    Parts(Vec<Part>),
+enum RawContent<'a> {
+    Text(Cow<'a, str>),
+    Parts(Vec<Part<'a>>),
 }
 
 /// A text part: whether it is `output_text` (else `input_text`), and its text.
-struct Part {
+struct Part<'a> {
     output: bool,
-    text: String,
+    text: Cow<'a, str>,
 }
 
-impl<'de> Deserialize<'de> for RawContent {
+impl<'de> Deserialize<'de> for RawContent<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = RawContent;
+            type Value = RawContent<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a string or a list of text parts")
             }
-            fn visit_str<E: Error>(self, s: &str) -> Result<RawContent, E> {
-                Ok(RawContent::Text(s.to_owned()))
+            fn visit_borrowed_str<E: Error>(self, s: &'de str) -> Result<RawContent<'de>, E> {
+                Ok(RawContent::Text(Cow::Borrowed(s)))
             }
-            fn visit_string<E: Error>(self, s: String) -> Result<RawContent, E> {
-                Ok(RawContent::Text(s))
+            fn visit_str<E: Error>(self, s: &str) -> Result<RawContent<'de>, E> {
+                Ok(RawContent::Text(Cow::Owned(s.to_owned())))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawContent, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawContent<'de>, A::Error> {
                 Vec::deserialize(SeqAccessDeserializer::new(seq)).map(RawContent::Parts)
             }
         }
@@ -170,17 +172,17 @@ impl<'de> Deserialize<'de> for RawContent {
     }
 }
 
-impl<'de> Deserialize<'de> for Part {
+impl<'de> Deserialize<'de> for Part<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Part;
+            type Value = Part<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a text part")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part, A::Error> {
-                let mut kind: Option<String> = None;
-                let mut text: Option<String> = None;
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Part<'de>, A::Error> {
+                let mut kind: Option<Str> = None;
+                let mut text: Option<Str<'de>> = None;
                 while let Some(key) = map.next_key::<Str>()? {
                     match &*key {
                         "type" => once(&mut kind, map.next_value()?)?,
@@ -193,7 +195,7 @@ impl<'de> Deserialize<'de> for Part {
                     Some("input_text") => false,
                     _ => return Err(A::Error::custom("another part")),
                 };
-                let text = text.ok_or_else(|| A::Error::custom("no text"))?;
+                let text = text.ok_or_else(|| A::Error::custom("no text"))?.into();
                 Ok(Part { output, text })
             }
         }
@@ -204,25 +206,25 @@ impl<'de> Deserialize<'de> for Part {
 /// The fields of an item; each key has one type whatever the item's `type`, so they can be
 /// read before it is known (keys come in any order).
 #[derive(Default)]
-struct ItemFields {
-    kind: Option<String>,
-    role: Option<String>,
-    content: Option<RawContent>,
-    call_id: Option<String>,
-    name: Option<String>,
-    arguments: Option<String>,
-    output: Option<String>,
+struct ItemFields<'a> {
+    kind: Option<Str<'a>>,
+    role: Option<Str<'a>>,
+    content: Option<RawContent<'a>>,
+    call_id: Option<Str<'a>>,
+    name: Option<Str<'a>>,
+    arguments: Option<Str<'a>>,
+    output: Option<Str<'a>>,
 }
 
-impl<'de> Deserialize<'de> for Item {
+impl<'de> Deserialize<'de> for Item<'de> {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Item;
+            type Value = Item<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("an input item in a common shape")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'de>, A::Error> {
                 let mut f = ItemFields::default();
                 while let Some(key) = map.next_key::<Str>()? {
                     match &*key {
@@ -244,7 +246,7 @@ impl<'de> Deserialize<'de> for Item {
 }
 
 /// The item the fields make, if they are exactly one common shape's.
-fn item<E: Error>(f: ItemFields) -> Result<Item, E> {
+fn item<E: Error>(f: ItemFields<'_>) -> Result<Item<'_>, E> {
     match f {
         ItemFields {
             kind,
@@ -265,10 +267,10 @@ fn item<E: Error>(f: ItemFields) -> Result<Item, E> {
             name: Some(name),
             arguments: Some(arguments),
             output: None,
-        } if kind == "function_call" => Ok(Item::Call {
-            call_id: nonempty(call_id)?,
-            name: nonempty(name)?,
-            arguments,
+        } if &*kind == "function_call" => Ok(Item::Call {
+            call_id: nonempty(call_id)?.into(),
+            name: nonempty(name)?.into(),
+            arguments: arguments.into(),
         }),
         ItemFields {
             kind: Some(kind),
@@ -278,16 +280,16 @@ fn item<E: Error>(f: ItemFields) -> Result<Item, E> {
             name: None,
             arguments: None,
             output: Some(output),
-        } if kind == "function_call_output" => Ok(Item::Output {
-            call_id: nonempty(call_id)?,
-            output,
+        } if &*kind == "function_call_output" => Ok(Item::Output {
+            call_id: nonempty(call_id)?.into(),
+            output: output.into(),
         }),
         _ => Err(E::custom("another shape")),
     }
 }
 
 /// A message item, if its role is a common one and its parts are of that role's type.
-fn message<E: Error>(short: bool, role: &str, content: RawContent) -> Result<Item, E> {
+fn message<'a, E: Error>(short: bool, role: &str, content: RawContent<'a>) -> Result<Item<'a>, E> {
     let role = match role {
         "user" => Role::User,
         "system" => Role::System,
@@ -315,7 +317,7 @@ fn message<E: Error>(short: bool, role: &str, content: RawContent) -> Result<Ite
 mod tests {
     use super::*;
 
-    fn read(text: &str) -> Option<Vec<Item>> {
+    fn read(text: &str) -> Option<Vec<Item<'_>>> {
         read_responses_json(text.as_bytes())
     }
 
@@ -361,7 +363,7 @@ mod tests {
                 },
             ]
         );
-        let user = |text: &str| {
+        let user = |text: &'static str| {
             Some(vec![Item::Message {
                 short: true,
                 role: Role::User,

@@ -37,7 +37,7 @@ pub fn anthropic_json_fast<'py>(
     stop_on_invalid(py, build(py, read))
 }
 
-fn build(py: Python<'_>, body: AnthropicBody) -> PyResult<Option<Bound<'_, PyList>>> {
+fn build<'py>(py: Python<'py>, body: AnthropicBody<'_>) -> PyResult<Option<Bound<'py, PyList>>> {
     let c = classes(py)?;
     let out = PyList::empty(py);
     if let Some(system) = body.system {
