@@ -34,7 +34,6 @@ __all__ = [
     "copy_renderings",
     "cut_list",
     "cut_log",
-    "cut_log_json",
     "cut_window",
     "differing",
     "estimate_tokens",
@@ -162,32 +161,16 @@ def cut_log(
     """The window a cut rule keeps of the log as it is now (its queued appends indexed, the
     cached counts used), as a new list, and whether it is over the budget."""
 
-def cut_log_json(
-    log: MessageLog,
-    rule: Literal["budget", "turns", "rounds", "messages"],
-    value: int,
-    pin_task: bool,
-    start_with_user: bool,
-    attr: str,
-    render: Callable[[Any, int], bytes],
-    fast: Callable[[Any], Any] | None = None,
-    kept_attr: str | None = None,
-    encode: Callable[[Any], bytes] | None = None,
-    fast_json: Callable[[Any], bytes | None] | None = None,
-    system: Callable[[list[Message]], bytes] | None = None,
-) -> tuple[bytes, bool]:
-    """``cut_log``'s window as the request's JSON array in the format kept under ``attr``
-    (the rest as for ``join_renderings``), the messages the log's last written window holds
-    too copied from it, and whether it is over the budget. With ``system``, the Anthropic
-    body ``{"system": ..., "messages": [...]}``: the window's leading system messages left
-    out of the array and written by ``system`` (or copied when the last request had the
-    same ones)."""
-
 @final
 class LogJson:
-    """``cut_log_json`` of a format with everything but the log and the cut rule given once:
-    ``writer(log, (rule, value, pin_task, start_with_user))`` is ``cut_log_json(log, rule,
-    value, pin_task, start_with_user, attr, render, ...)[0]``."""
+    """A format's writer of a log's window as the request's JSON, everything but the log and
+    the cut rule given once: ``writer(log, (rule, value, pin_task, start_with_user))`` is
+    ``cut_log``'s window as the JSON array in the format kept under ``attr`` (``render``,
+    ``fast``, ``kept_attr``, ``encode`` and ``fast_json`` as for ``join_renderings``), the
+    messages the log's last written window holds too copied from it. With ``system``, the
+    Anthropic body ``{"system": ..., "messages": [...]}``: the window's leading system
+    messages left out of the array and written by ``system`` (or copied when the last request
+    had the same ones)."""
 
     def __new__(
         cls,

@@ -1,4 +1,4 @@
-//! `cut_log_json`: a cut strategy's window of a `MessageLog` as the provider request's JSON,
+//! `LogJson`: a cut strategy's window of a `MessageLog` as the provider request's JSON,
 //! written from the one the log wrote last.
 //!
 //! A server writes a request every turn, and a turn's window is mostly the last one's: the
@@ -81,50 +81,12 @@ impl Joined {
     }
 }
 
-/// `cut_log`'s window of `log` as the request's JSON array in the format whose items are
-/// kept under `attr` (the rest of the arguments as for `join_renderings`), and whether it
-/// is over the budget. The messages the log's last written window holds too are copied from
-/// it; the others are rendered (see the module docs).
-///
-/// With `system` (Anthropic's request, whose leading system messages go to its `system`
-/// field), the request is the body `{"system":…,"messages":[…]}` (or `{"messages":[…]}`):
-/// the window's leading system messages are left out of the array and written by
-/// `system(messages) -> bytes` after the array's items (as `to_anthropic_json` does, so a
-/// bad message of each raises the same error), or copied from the last request when it had
-/// the same ones; items are numbered from the array's first message.
-#[pyfunction]
-#[pyo3(signature = (log, rule, value, pin_task, start_with_user, attr, render, fast=None, kept_attr=None, encode=None, fast_json=None, system=None))]
-#[allow(clippy::too_many_arguments)] // cut_log's and join_renderings' arguments
-pub fn cut_log_json<'py>(
-    py: Python<'py>,
-    log: &Bound<'py, PyMessageLog>,
-    rule: &str,
-    #[pyo3(from_py_with = super::args::value)] value: u64,
-    pin_task: bool,
-    start_with_user: bool,
-    attr: &Bound<'py, PyString>,
-    render: &Bound<'py, PyAny>,
-    fast: Option<&Bound<'py, PyAny>>,
-    kept_attr: Option<&Bound<'py, PyString>>,
-    encode: Option<&Bound<'py, PyAny>>,
-    fast_json: Option<&Bound<'py, PyAny>>,
-    system: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(Bound<'py, PyBytes>, bool)> {
-    let writer = Writer {
-        attr,
-        render,
-        fast,
-        kept_attr,
-        encode,
-        fast_json,
-        system,
-    };
-    write(py, log, (rule, value, pin_task, start_with_user), &writer)
-}
-
-/// A format's [`cut_log_json`] with everything but the log and the cut rule given once: what
-/// a cut strategy's `apply_json` calls every turn of a server, one call of two arguments
-/// (the Python frames and the twelve arguments of the general call cost a tenth of a turn).
+/// A format's [`cut_log_json`], everything but the log and the cut rule given once (when the
+/// format's module is imported): what a cut strategy's `apply_json` calls every turn of a
+/// server, one call of two arguments (two Python frames and twelve arguments a call were a
+/// third of an idle `apply_json`). `attr` is the slot of the format's kept JSON, `render`,
+/// `fast`, `kept_attr`, `encode` and `fast_json` as for `join_renderings`, and `system` the
+/// Anthropic body's (see [`cut_log_json`]).
 #[pyclass(frozen, name = "LogJson", module = "ctxtrim._core")]
 pub struct PyLogJson {
     attr: Py<PyString>,
@@ -160,8 +122,8 @@ impl PyLogJson {
         }
     }
 
-    /// `cut_log_json(log, *cut, ...)`'s request: `cut` is `(rule, value, pin_task,
-    /// start_with_user)`, as a cut strategy's `_cut_rule()` gives it.
+    /// The request of the window the cut rule `cut` (`(rule, value, pin_task,
+    /// start_with_user)`, as a cut strategy's `_cut_rule()` gives it) keeps of `log`.
     fn __call__<'py>(
         &self,
         py: Python<'py>,
@@ -180,11 +142,11 @@ impl PyLogJson {
             system: self.system.as_ref().map(|o| o.bind(py)),
         };
         let cut = (&*rule, value, pin_task, start_with_user);
-        Ok(write(py, log, cut, &writer)?.0)
+        cut_log_json(py, log, cut, &writer)
     }
 }
 
-/// [`cut_log_json`]'s arguments after the cut rule: how a format renders and joins.
+/// How a format renders and joins (a [`PyLogJson`]'s fields, bound).
 struct Writer<'a, 'py> {
     attr: &'a Bound<'py, PyString>,
     render: &'a Bound<'py, PyAny>,
@@ -195,13 +157,22 @@ struct Writer<'a, 'py> {
     system: Option<&'a Bound<'py, PyAny>>,
 }
 
-/// [`cut_log_json`] itself.
-fn write<'py>(
+/// `cut_log`'s window of `log` as the request's JSON array in the format whose items are
+/// kept under `writer.attr`. The messages the log's last written window holds too are copied
+/// from it; the others are rendered (see the module docs).
+///
+/// With `writer.system` (Anthropic's request, whose leading system messages go to its `system`
+/// field), the request is the body `{"system":…,"messages":[…]}` (or `{"messages":[…]}`):
+/// the window's leading system messages are left out of the array and written by
+/// `system(messages) -> bytes` after the array's items (as `to_anthropic_json` does, so a
+/// bad message of each raises the same error), or copied from the last request when it had
+/// the same ones; items are numbered from the array's first message.
+fn cut_log_json<'py>(
     py: Python<'py>,
     log: &Bound<'py, PyMessageLog>,
     (rule, value, pin_task, start_with_user): (&str, u64, bool, bool),
     writer: &Writer<'_, 'py>,
-) -> PyResult<(Bound<'py, PyBytes>, bool)> {
+) -> PyResult<Bound<'py, PyBytes>> {
     let Writer {
         attr,
         render,
@@ -298,7 +269,7 @@ fn write<'py>(
         system: system.map(|_| (leading.into_iter().map(Bound::unbind).collect(), open)),
     };
     owner.set_joined(py, Arc::new(written));
-    Ok((bytes, window.over_budget))
+    Ok(bytes)
 }
 
 /// One piece of a request being planned.

@@ -61,7 +61,7 @@ mod core_module {
     #[pymodule_export]
     use super::log::PyMessageLog;
     #[pymodule_export]
-    use super::log_json::{cut_log_json, PyLogJson};
+    use super::log_json::PyLogJson;
     #[pymodule_export]
     use super::message::{
         frozen_json, message_assistant, message_post_init, message_tool_results, message_user,

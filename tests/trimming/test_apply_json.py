@@ -2,7 +2,7 @@
 
 The bytes are ``formats.dump_json(strategy.apply(source), format)``'s, always. A cut
 strategy on a memory store or a ``MessageLog`` writes the Chat Completions, Responses and
-Anthropic requests from the one it wrote last of that log (``_core.cut_log_json``), copying the
+Anthropic requests from the one it wrote last of that log (``_core.LogJson``), copying the
 messages both windows hold; everything here compares it with the plain path, a second
 strategy with no history of its own, after every kind of write a log takes: appends,
 rewrites (``replace_prefix``, ``remove_turn``, ``clear``), forks and snapshots, a changed

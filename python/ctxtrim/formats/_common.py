@@ -110,8 +110,8 @@ class Renderings:
     ) -> Callable[[_core.MessageLog, CutRule], bytes]:
         """``writer(log, cut)``: :meth:`json_bytes` of the window the cut rule ``cut`` keeps
         of ``log`` (``_core.cut_log``'s), copying the messages it shares with the window last
-        written of ``log`` from that request (``_core.cut_log_json``, its arguments given
-        once: a server calls it every turn). With ``system`` (the JSON of a ``system`` field
+        written of ``log`` from that request (``_core.LogJson``, its arguments given once: a
+        server calls it every turn). With ``system`` (the JSON of a ``system`` field
         made of the window's leading system messages), the Anthropic body around it."""
         return _core.LogJson(
             self._attr_json,
