@@ -132,29 +132,8 @@ impl PyLogJson {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let (rule, value, pin_task, start_with_user) = cut;
         let value = super::args::value(&value)?;
-        let writer = Writer {
-            attr: self.attr.bind(py),
-            render: self.render.bind(py),
-            fast: self.fast.as_ref().map(|o| o.bind(py)),
-            kept_attr: self.kept_attr.as_ref().map(|o| o.bind(py)),
-            encode: self.encode.as_ref().map(|o| o.bind(py)),
-            fast_json: self.fast_json.as_ref().map(|o| o.bind(py)),
-            system: self.system.as_ref().map(|o| o.bind(py)),
-        };
-        let cut = (&*rule, value, pin_task, start_with_user);
-        cut_log_json(py, log, cut, &writer)
+        cut_log_json(py, log, (&rule, value, pin_task, start_with_user), self)
     }
-}
-
-/// How a format renders and joins (a [`PyLogJson`]'s fields, bound).
-struct Writer<'a, 'py> {
-    attr: &'a Bound<'py, PyString>,
-    render: &'a Bound<'py, PyAny>,
-    fast: Option<&'a Bound<'py, PyAny>>,
-    kept_attr: Option<&'a Bound<'py, PyString>>,
-    encode: Option<&'a Bound<'py, PyAny>>,
-    fast_json: Option<&'a Bound<'py, PyAny>>,
-    system: Option<&'a Bound<'py, PyAny>>,
 }
 
 /// `cut_log`'s window of `log` as the request's JSON array in the format whose items are
@@ -171,17 +150,14 @@ fn cut_log_json<'py>(
     py: Python<'py>,
     log: &Bound<'py, PyMessageLog>,
     (rule, value, pin_task, start_with_user): (&str, u64, bool, bool),
-    writer: &Writer<'_, 'py>,
+    writer: &PyLogJson,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let Writer {
-        attr,
-        render,
-        fast,
-        kept_attr,
-        encode,
-        fast_json,
-        system,
-    } = *writer;
+    let (attr, render) = (writer.attr.bind(py), writer.render.bind(py));
+    let kept_attr = writer.kept_attr.as_ref().map(|a| a.bind(py));
+    let fast = writer.fast.as_ref().map(|o| o.bind(py));
+    let encode = writer.encode.as_ref().map(|o| o.bind(py));
+    let fast_json = writer.fast_json.as_ref().map(|o| o.bind(py));
+    let system = writer.system.as_ref().map(|o| o.bind(py));
     let owner = log.get();
     let (log, window) = log_window(py, owner, rule, value, pin_task, start_with_user)?;
     let mut ranges = window.slices();
