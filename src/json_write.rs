@@ -54,17 +54,14 @@ fn needs_escape(bytes: &[u8]) -> bool {
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH != 0;
     let has = |x: u64, b: u8| below(x ^ (ONES * u64::from(b)), 1);
     let special = |x: u64| below(x, 0x20) || has(x, b'"') || has(x, b'\\');
-    let mut words = bytes.chunks_exact(8);
-    let found = words.by_ref().any(|w| {
-        let mut word = [0; 8];
-        word.copy_from_slice(w);
+    let word = |w: &[u8]| {
+        // The tail padded with spaces, which nothing escapes.
+        let mut word = [b' '; 8];
+        word[..w.len()].copy_from_slice(w);
         special(u64::from_ne_bytes(word))
-    });
-    found
-        || words
-            .remainder()
-            .iter()
-            .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    };
+    let mut words = bytes.chunks_exact(8);
+    words.by_ref().any(word) || word(words.remainder())
 }
 
 /// Appends `{"role":role,"content":content}`, with `"tool_calls":[...]` when there are calls.

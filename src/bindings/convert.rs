@@ -334,11 +334,21 @@ fn tally_result_content(
 /// the stack frame of the error's formatting cost as much as the check itself.
 #[inline]
 pub fn check_message<'py>(msg: &Bound<'py, PyAny>, path: &str) -> PyResult<&'py Classes> {
+    check_message_at(msg, || path.to_owned())
+}
+
+/// [`check_message`] with the error's path made only for the error: a batch's
+/// `messages[i]` formatted for every message would be an allocation each.
+#[inline]
+pub fn check_message_at<'py>(
+    msg: &Bound<'py, PyAny>,
+    path: impl FnOnce() -> String,
+) -> PyResult<&'py Classes> {
     let c = classes(msg.py())?;
     if msg.get_type_ptr() == c.message.as_ptr().cast() {
         Ok(c)
     } else {
-        Err(not_a_message(msg, path))
+        Err(not_a_message(msg, &path()))
     }
 }
 
@@ -588,15 +598,11 @@ pub fn messages_of(
 ) -> PyResult<Vec<(Py<PyAny>, Option<u32>)>> {
     let items = items_of(messages)?;
     let counts = counts_of(tokens, items.len())?;
-    let message = classes(messages.py())?.message.as_ptr().cast();
     items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            // The path is only worth formatting for an error (an allocation per message).
-            if item.get_type_ptr() != message {
-                check_message(&item, &format!("messages[{i}]"))?;
-            }
+            check_message_at(&item, || format!("messages[{i}]"))?;
             Ok((
                 item.unbind(),
                 counts.as_ref().and_then(|c| c.get(i).copied()),

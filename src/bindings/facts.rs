@@ -31,7 +31,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
 use pyo3::{intern, Py};
 
-use super::convert::{check_message, meta_of, tokens_of};
+use super::convert::{check_message_at, meta_of, tokens_of};
 use super::slots::CacheSlot;
 use super::tokens::PyBpeCounter;
 use super::untrack::untrack;
@@ -192,9 +192,7 @@ impl<'py> FactsReader<'py> {
         msg: &Bound<'py, PyAny>,
         path: impl Fn() -> String,
     ) -> PyResult<Bound<'py, PyFacts>> {
-        if !self.slot.is_message(msg) {
-            check_message(msg, &path())?;
-        }
+        check_message_at(msg, &path)?;
         if let Some(kept) = self.slot.get(msg)? {
             if let Ok(facts) = kept.cast_into_exact::<PyFacts>() {
                 return Ok(facts);
