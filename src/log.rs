@@ -864,8 +864,10 @@ impl<P> MessageLog<P> {
     /// Computed by replaying the history's growth from `floor`: find the first length at which
     /// the window exceeds `high`, trim it to `low` as of that length, repeat. So the cut is a
     /// function of the history alone, the window's prefix is identical between trims, and two
-    /// trims are at least `high - low` tokens of new messages apart. A trim that cannot move
-    /// the cut (the newest round alone is over `low`) is retried at the next round start.
+    /// trims are at least `high - low` tokens of new messages apart (every window is over
+    /// `high` when `fixed` alone is). A trim that cannot move the cut (the newest round alone
+    /// is over `low`) is retried at the next round start, or at the next message while no
+    /// round has started.
     /// With `user_start`, a trim moves the cut back to the nearest user cut (a suffix opening
     /// with a user turn), or not at all if there is none after the current cut.
     ///
@@ -883,7 +885,8 @@ impl<P> MessageLog<P> {
     ) -> StableCut {
         let len = self.len();
         let mut cut = self.safe_cut_at_or_after(floor);
-        let room = high.saturating_sub(fixed);
+        // None: the pinned head alone is over `high`, so every window is.
+        let room = high.checked_sub(fixed);
         let target = low.saturating_sub(fixed);
         let mut trims = 0;
         let mut from = cut + 1;
@@ -891,7 +894,7 @@ impl<P> MessageLog<P> {
             // The first length e >= from at which the window is over `high`.
             let base = self.tokens_before(cut);
             let over = partition_point(len + 1 - from, |d| {
-                self.tokens_before(from + d) - base > room
+                room.is_none_or(|room| self.tokens_before(from + d) - base > room)
             }) + from;
             if over > len {
                 break;
@@ -924,12 +927,16 @@ impl<P> MessageLog<P> {
                     self.tokens_before(first + d) - base_p > target
                 }) + first;
                 from = reach.max(over + 1);
-            } else {
+            } else if self.s.index.round_start_before(over).is_some() {
                 // Stuck on one big round: nothing changes until a new round starts.
                 match self.s.index.round_start_at_or_after(over) {
                     Some(r) => from = r + 1,
                     None => break,
                 }
+            } else {
+                // No round has started yet: the trim keeps at least the window's last message,
+                // which moves with every message until one does.
+                from = over + 1;
             }
         }
         StableCut {
